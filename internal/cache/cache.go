@@ -1,0 +1,220 @@
+// Package cache is the block cache: an LRU cache of decoded table blocks,
+// bounded by bytes and keyed by (file number, block offset).
+//
+// Use one Cache for the whole database. sstable.Reader looks a block up with
+// Get before reading it from its file and stores what it read with Set; the
+// engine calls EvictFile when it deletes a table so that its blocks stop
+// taking room.
+//
+// A Cache is safe for concurrent use. It is split into shards (each an LRU
+// list behind its own mutex) so that readers of different blocks rarely
+// contend. Cached values are shared by every reader and must never be
+// modified; the garbage collector keeps a value alive for as long as anyone
+// holds it, so eviction never invalidates a slice a reader is using.
+package cache
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// numShards is the number of independent LRU lists. A power of two.
+const numShards = 16
+
+// entryOverhead approximates the bytes an entry costs beyond its value
+// (the entry struct and the map slots), so that a cache of tiny values
+// stays bounded too.
+const entryOverhead = 64
+
+// Cache is a sharded LRU cache of immutable byte slices by total size.
+// The zero value is not usable; call New. A nil *Cache is valid and caches
+// nothing: Get always misses and Set does nothing.
+type Cache struct {
+	shards [numShards]shard
+	hits   atomic.Int64
+	misses atomic.Int64
+}
+
+// Metrics is a snapshot of a cache's counters.
+type Metrics struct {
+	// Capacity is the configured limit in bytes.
+	Capacity int64
+	// Size is the bytes currently charged (values plus per-entry overhead).
+	Size int64
+	// Count is the number of cached blocks.
+	Count int
+	// Hits and Misses count Get calls since New.
+	Hits, Misses int64
+}
+
+// New returns a cache that holds at most capacity bytes of values (plus a
+// small per-entry overhead). A capacity <= 0 gives a cache that keeps
+// nothing. A value larger than a shard's share (capacity/16) is not cached.
+func New(capacity int64) *Cache {
+	c := &Cache{}
+	per := capacity / numShards
+	if per < 0 {
+		per = 0
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.capacity = per
+		s.files = make(map[uint64]map[uint64]*entry)
+		s.lru.prev, s.lru.next = &s.lru, &s.lru
+	}
+	return c
+}
+
+// Get returns the value cached for block offset of file fileNum, and
+// whether there was one. The value must not be modified.
+func (c *Cache) Get(fileNum, offset uint64) ([]byte, bool) {
+	if c == nil {
+		return nil, false
+	}
+	v, ok := c.shard(fileNum, offset).get(fileNum, offset)
+	if ok {
+		c.hits.Add(1)
+	} else {
+		c.misses.Add(1)
+	}
+	return v, ok
+}
+
+// Set caches value for block offset of file fileNum, replacing any value
+// already there, and evicts least recently used blocks to stay within the
+// capacity. The cache keeps value: the caller must not modify it afterwards.
+func (c *Cache) Set(fileNum, offset uint64, value []byte) {
+	if c == nil {
+		return
+	}
+	c.shard(fileNum, offset).set(fileNum, offset, value)
+}
+
+// EvictFile drops every block of file fileNum. Call it when the file is
+// deleted (its number is never reused while the database is open, but its
+// blocks would otherwise take room until they aged out).
+func (c *Cache) EvictFile(fileNum uint64) {
+	if c == nil {
+		return
+	}
+	for i := range c.shards {
+		c.shards[i].evictFile(fileNum)
+	}
+}
+
+// Metrics returns the cache's current size and counters.
+func (c *Cache) Metrics() Metrics {
+	if c == nil {
+		return Metrics{}
+	}
+	m := Metrics{Hits: c.hits.Load(), Misses: c.misses.Load()}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		m.Capacity += s.capacity
+		m.Size += s.size
+		m.Count += s.count
+		s.mu.Unlock()
+	}
+	return m
+}
+
+// shard picks the shard of a key by mixing both numbers (a block offset
+// alone is a poor hash: most are multiples of ~4 KiB).
+func (c *Cache) shard(fileNum, offset uint64) *shard {
+	h := fileNum*0x9e3779b97f4a7c15 ^ offset*0xff51afd7ed558ccd
+	h ^= h >> 29
+	return &c.shards[h%numShards]
+}
+
+// entry is one cached block, linked into its shard's LRU list.
+type entry struct {
+	fileNum, offset uint64
+	value           []byte
+	prev, next      *entry
+}
+
+func (e *entry) charge() int64 { return int64(len(e.value)) + entryOverhead }
+
+// shard is one LRU list. lru is a sentinel: lru.next is the most recently
+// used entry, lru.prev the least.
+type shard struct {
+	mu       sync.Mutex
+	capacity int64
+	size     int64
+	count    int
+	files    map[uint64]map[uint64]*entry // fileNum -> offset -> entry
+	lru      entry
+}
+
+func (s *shard) get(fileNum, offset uint64) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.files[fileNum][offset]
+	if e == nil {
+		return nil, false
+	}
+	s.unlink(e)
+	s.pushFront(e)
+	return e.value, true
+}
+
+func (s *shard) set(fileNum, offset uint64, value []byte) {
+	e := &entry{fileNum: fileNum, offset: offset, value: value}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.files[fileNum][offset]; old != nil {
+		s.removeLocked(old)
+	}
+	if e.charge() > s.capacity {
+		return
+	}
+	byOff := s.files[fileNum]
+	if byOff == nil {
+		byOff = make(map[uint64]*entry)
+		s.files[fileNum] = byOff
+	}
+	byOff[offset] = e
+	s.pushFront(e)
+	s.size += e.charge()
+	s.count++
+	for s.size > s.capacity {
+		s.removeLocked(s.lru.prev)
+	}
+}
+
+func (s *shard) evictFile(fileNum uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.files[fileNum] {
+		s.unlink(e)
+		s.size -= e.charge()
+		s.count--
+	}
+	delete(s.files, fileNum)
+}
+
+// removeLocked drops e from the list and the index.
+func (s *shard) removeLocked(e *entry) {
+	s.unlink(e)
+	s.size -= e.charge()
+	s.count--
+	byOff := s.files[e.fileNum]
+	delete(byOff, e.offset)
+	if len(byOff) == 0 {
+		delete(s.files, e.fileNum)
+	}
+}
+
+func (s *shard) unlink(e *entry) {
+	e.prev.next = e.next
+	e.next.prev = e.prev
+	e.prev, e.next = nil, nil
+}
+
+func (s *shard) pushFront(e *entry) {
+	e.prev = &s.lru
+	e.next = s.lru.next
+	s.lru.next.prev = e
+	s.lru.next = e
+}
