@@ -1,0 +1,241 @@
+// Package merging provides an iterator that merges several internal
+// iterators into one sorted stream, in both directions.
+//
+// Use it to read memtables and tables together: pass the sources newest
+// first, for example merging.New(mem, imm, l0a, l0b, level1, level2).
+// Entries come out in ikey.Compare order. Equal internal keys in different
+// sources should not occur (a sequence number is given once); if they do,
+// each is returned, ordered by source index (lower index first going
+// forward, the exact reverse going backward), so results are deterministic.
+//
+// The iterator keeps a binary heap of the sources that stand at an entry:
+// a min-heap while moving forward, a max-heap while moving backward.
+// Changing direction repositions every source (see reposition), so a
+// source is only ever stepped with Next or Prev while it stands at an entry;
+// sources need not support stepping off an exhausted position.
+//
+// An Iter is not safe for concurrent use; distinct Iters are independent.
+package merging
+
+import "github.com/shale-db/shale/internal/iterator"
+
+// state says where the iterator stands; see Iter.
+type state int8
+
+const (
+	unpositioned state = iota
+	forward            // heap is a min-heap; empty means after the last entry
+	reverse            // heap is a max-heap; empty means before the first entry
+	failed             // err is set; every positioning call returns false
+	closed
+)
+
+// source is one child iterator. key caches its current key while ok.
+type source struct {
+	it  iterator.Iterator
+	key []byte
+	idx int
+	ok  bool // it stands at an entry, so the source is in the heap
+}
+
+// Iter merges child iterators. It implements iterator.Iterator with these
+// additions to the contract: Next after an exhausted backward move (Prev
+// or SeekLT returned false) is First, and Prev after an exhausted forward
+// move is Last. Next and Prev before any positioning call return false.
+// An error from a child is sticky: every later positioning call returns
+// false and Err returns it.
+//
+// Key and Value return the current child's slices: valid until the next
+// positioning call or Close.
+type Iter struct {
+	srcs     []source
+	heap     []*source // srcs that are ok, in heap order for state
+	state    state
+	err      error
+	closeErr error
+}
+
+var _ iterator.Iterator = (*Iter)(nil)
+
+// New returns an iterator over the union of iters, which it owns: Close
+// closes them. Pass newer sources first (see the package doc).
+func New(iters ...iterator.Iterator) *Iter {
+	m := &Iter{
+		srcs: make([]source, len(iters)),
+		heap: make([]*source, 0, len(iters)),
+	}
+	for i, it := range iters {
+		m.srcs[i] = source{it: it, idx: i}
+	}
+	return m
+}
+
+// op is one way to position a source.
+type op int8
+
+const (
+	opFirst op = iota
+	opLast
+	opSeekGE
+	opSeekLT
+	opNext
+	opPrev
+)
+
+func (s *source) do(o op, key []byte) bool {
+	var ok bool
+	switch o {
+	case opFirst:
+		ok = s.it.First()
+	case opLast:
+		ok = s.it.Last()
+	case opSeekGE:
+		ok = s.it.SeekGE(key)
+	case opSeekLT:
+		ok = s.it.SeekLT(key)
+	case opNext:
+		ok = s.it.Next()
+	default:
+		ok = s.it.Prev()
+	}
+	s.ok = ok
+	if ok {
+		s.key = s.it.Key()
+	}
+	return ok
+}
+
+// reposition applies o to every source and rebuilds the heap for st.
+//
+// With opNext or opPrev it turns around at the current entry P. Invariant
+// while moving forward: every source's entries before its position are < P
+// in merged order (returned already, or skipped by a seek to a target <= P),
+// and its current entry, if any, is > P unless it is P itself. So one Prev
+// puts each source at its last entry < P, and a source past its end gets
+// Last instead. Moving backward the mirror image holds, with Next and First.
+// Each source moves once, which is cheaper than seeking all of them.
+func (m *Iter) reposition(st state, o op, key []byte) bool {
+	if m.state >= failed {
+		return false
+	}
+	m.state = st
+	m.heap = m.heap[:0]
+	for i := range m.srcs {
+		s := &m.srcs[i]
+		so := o
+		if !s.ok && o == opNext {
+			so = opFirst
+		} else if !s.ok && o == opPrev {
+			so = opLast
+		}
+		if s.do(so, key) {
+			m.heap = append(m.heap, s)
+		} else if err := s.it.Err(); err != nil {
+			return m.fail(err)
+		}
+	}
+	for i := len(m.heap)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
+	return len(m.heap) > 0
+}
+
+func (m *Iter) fail(err error) bool {
+	m.err, m.state, m.heap = err, failed, m.heap[:0]
+	for i := range m.srcs {
+		m.srcs[i].ok = false
+	}
+	return false
+}
+
+// First implements iterator.Iterator.
+func (m *Iter) First() bool { return m.reposition(forward, opFirst, nil) }
+
+// Last implements iterator.Iterator.
+func (m *Iter) Last() bool { return m.reposition(reverse, opLast, nil) }
+
+// SeekGE implements iterator.Iterator.
+func (m *Iter) SeekGE(key []byte) bool { return m.reposition(forward, opSeekGE, key) }
+
+// SeekLT implements iterator.Iterator.
+func (m *Iter) SeekLT(key []byte) bool { return m.reposition(reverse, opSeekLT, key) }
+
+// Next implements iterator.Iterator.
+func (m *Iter) Next() bool {
+	switch {
+	case m.state == forward && len(m.heap) > 0:
+		return m.step(opNext)
+	case m.state == reverse && len(m.heap) == 0:
+		return m.First()
+	case m.state == reverse:
+		return m.reposition(forward, opNext, nil)
+	}
+	return false
+}
+
+// Prev implements iterator.Iterator.
+func (m *Iter) Prev() bool {
+	switch {
+	case m.state == reverse && len(m.heap) > 0:
+		return m.step(opPrev)
+	case m.state == forward && len(m.heap) == 0:
+		return m.Last()
+	case m.state == forward:
+		return m.reposition(reverse, opPrev, nil)
+	}
+	return false
+}
+
+// step moves the current source one entry in the heap's direction.
+func (m *Iter) step(o op) bool {
+	s := m.heap[0]
+	if s.do(o, nil) {
+		m.down(0)
+		return true
+	}
+	if err := s.it.Err(); err != nil {
+		return m.fail(err)
+	}
+	n := len(m.heap) - 1
+	m.heap[0] = m.heap[n]
+	m.heap = m.heap[:n]
+	m.down(0)
+	return n > 0
+}
+
+// Key implements iterator.Iterator.
+func (m *Iter) Key() []byte {
+	if len(m.heap) == 0 {
+		return nil
+	}
+	return m.heap[0].key
+}
+
+// Value implements iterator.Iterator.
+func (m *Iter) Value() []byte {
+	if len(m.heap) == 0 {
+		return nil
+	}
+	return m.heap[0].it.Value()
+}
+
+// Err implements iterator.Iterator: the first error from a child.
+func (m *Iter) Err() error { return m.err }
+
+// Close implements iterator.Iterator: it closes every child once and
+// returns the first error (Err, or else the first error from a child's
+// Close). Later calls return the same error.
+func (m *Iter) Close() error {
+	if m.state == closed {
+		return m.closeErr
+	}
+	m.closeErr = m.err
+	for i := range m.srcs {
+		if err := m.srcs[i].it.Close(); err != nil && m.closeErr == nil {
+			m.closeErr = err
+		}
+		m.srcs[i].ok = false
+	}
+	m.state, m.heap = closed, m.heap[:0]
+	return m.closeErr
+}
