@@ -1,8 +1,37 @@
 // Package vfs is the small file-system interface that the database does all
-// its I/O through, so that tests can substitute an in-memory file system and,
-// later, one that injects faults or drops unsynced data.
+// its I/O through, so that tests can substitute an in-memory file system that
+// forgets what was never made durable.
 //
-// OS returns the real file system. NewMem returns an in-memory one.
+// # Use
+//
+// OS returns the real file system; NewMem returns an in-memory one for tests.
+// Code takes an FS and never calls the os package for files itself:
+//
+//	f, err := fs.Create(filepath.Join(dir, "000001.log"))
+//	... f.Write(rec); f.Sync() ...
+//	d, err := fs.OpenDir(dir) // then d.Sync() makes the new entry durable
+//
+// # Durability
+//
+// File.Sync makes a file's contents durable: fdatasync on Linux, F_FULLFSYNC
+// on macOS (fsync where the file system does not support it), FlushFileBuffers
+// on Windows. A new, renamed or removed directory entry is durable only once
+// the directory itself is synced (OpenDir, then Sync; a no-op on Windows,
+// whose file systems do not expose that step). MemFS models exactly this; see
+// MemFS.CrashClone.
+//
+// # Locking
+//
+// FS.Lock guards a database directory. It never waits: a lock that is held
+// fails at once with an error matching ErrLocked. On Linux the OS
+// implementation takes both a flock lock (what goleveldb takes) and an fcntl
+// record lock (what LevelDB takes), because Linux does not make the two
+// exclude each other; on macOS and the BSDs a flock lock alone excludes both
+// kinds. Every platform also keeps an in-process registry, so a second Lock of
+// the same file in this process fails even where the kernel would allow it.
+//
+// # Concurrency
+//
 // Implementations are safe for concurrent use; a File is safe for concurrent
 // ReadAt, and otherwise used by one goroutine at a time.
 package vfs
@@ -14,9 +43,9 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-// ErrLocked is returned by FS.Lock when another holder (this process or
-// another) has the lock.
-var ErrLocked = errors.New("vfs: lock held by another process")
+// ErrLocked is matched (with the standard errors.Is) by the error FS.Lock
+// returns when another holder, in this process or another, has the lock.
+var ErrLocked = errors.New("vfs: lock held")
 
 // File is an open file.
 type File interface {
