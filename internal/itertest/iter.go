@@ -9,6 +9,8 @@ package itertest
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/shale-db/shale/internal/ikey"
@@ -20,27 +22,29 @@ type KV struct {
 	Key, Value []byte
 }
 
+// specRE matches "ukey#seq,KIND" with an optional ":value"; the user key
+// is the shortest prefix that leaves a well-formed rest.
+var specRE = regexp.MustCompile(`^(?s)(.*?)#([0-9]+),(PUT|DEL)(?::(.*))?$`)
+
 // Parse turns specs such as "a#5,PUT:v1" or "b#3,DEL" into entries, in the
-// order given. The text after the first ':' that follows the kind is the
-// value (empty if absent). It panics on a malformed spec, a bug in the test.
+// order given. The text after the ':' that follows the kind is the value
+// (empty if absent). It panics on a malformed spec, a bug in the test.
 func Parse(specs ...string) []KV {
 	kvs := make([]KV, 0, len(specs))
 	for _, s := range specs {
-		j := strings.Index(s, ",PUT")
-		if k := strings.Index(s, ",DEL"); j < 0 || (k >= 0 && k < j) {
-			j = k
+		m := specRE.FindStringSubmatch(s)
+		if m == nil {
+			panic("itertest: malformed spec " + strconv.Quote(s))
 		}
-		if j < 0 {
-			panic("itertest: no kind in " + s)
+		seq, err := strconv.ParseUint(m[2], 10, 64)
+		if err != nil || seq > ikey.MaxSeq {
+			panic("itertest: bad sequence number in " + strconv.Quote(s))
 		}
-		key, val := s[:j+4], ""
-		if rest := s[j+4:]; rest != "" {
-			if rest[0] != ':' {
-				panic("itertest: malformed spec " + s)
-			}
-			val = rest[1:]
+		kind := ikey.KindSet
+		if m[3] == "DEL" {
+			kind = ikey.KindDelete
 		}
-		kvs = append(kvs, KV{ikey.ParseString(key), []byte(val)})
+		kvs = append(kvs, KV{ikey.Make([]byte(m[1]), seq, kind), []byte(m[4])})
 	}
 	return kvs
 }

@@ -189,7 +189,13 @@ func (m *Iter) Prev() bool {
 // step moves the current source one entry in the heap's direction.
 func (m *Iter) step(o op) bool {
 	s := m.heap[0]
-	if s.do(o, nil) {
+	if o == opNext {
+		s.ok = s.it.Next()
+	} else {
+		s.ok = s.it.Prev()
+	}
+	if s.ok {
+		s.key = s.it.Key()
 		m.down(0)
 		return true
 	}

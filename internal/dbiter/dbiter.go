@@ -1,0 +1,133 @@
+// Package dbiter turns an internal iterator (a merge of memtables and
+// tables, keyed by internal keys) into the user's view of the database at
+// one sequence number: each user key once, with the value of its newest
+// version at or below that sequence number, and no deleted keys.
+//
+// Use: dbiter.New(merged, seq, lower, upper), then First, Last, SeekGE,
+// SeekLT, Next and Prev, each returning whether the iterator stands at an
+// entry; Key and Value; Err; Close. The public shale.Iterator wraps it.
+//
+// How it moves (LevelDB's DBIter): going forward the internal iterator
+// stands at the newest visible version of the current user key, so Key and
+// Value point into it. Going backward the newest version of a user key is
+// the last one met, so the internal iterator ends up before all versions of
+// the current user key and Key and Value are copies. Changing direction
+// steps the internal iterator back over the versions in between.
+//
+// An Iter is not safe for concurrent use; distinct Iters are independent.
+package dbiter
+
+import (
+	"bytes"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shale-db/shale/internal/ikey"
+	"github.com/shale-db/shale/internal/iterator"
+)
+
+// ErrCorrupt is matched (with the standard errors.Is) by the error an Iter
+// reports when the internal iterator yields a key that is not a valid
+// internal key.
+var ErrCorrupt = errors.New("dbiter: corruption")
+
+type state int8
+
+const (
+	unpositioned state = iota
+	forward            // at an entry; inner stands at it; key, value point into inner
+	reverse            // at an entry; inner stands before its versions; key, value are copies
+	atEnd              // moved forward past the last entry (or to UpperBound)
+	atStart            // moved backward past the first entry (or to LowerBound)
+	failed
+	closed
+)
+
+// Iter is the user-level iterator. Key and Value return slices that stay
+// valid until the next positioning call (First, Last, SeekGE, SeekLT, Next,
+// Prev) or Close, and must not be modified.
+//
+// Next after an exhausted backward move (Prev or SeekLT returned false) is
+// First, and Prev after an exhausted forward move is Last; Next and Prev
+// before any positioning call return false. An error is sticky: every
+// later positioning call returns false and Err keeps returning it.
+type Iter struct {
+	inner        iterator.Iterator
+	seq          uint64
+	lower, upper []byte // LowerBound (inclusive) and UpperBound (exclusive); nil: open
+	state        state
+	innerOK      bool // in reverse: inner stands at an entry (else it ran off the start)
+
+	key, value []byte // the current entry, valid in forward and reverse
+	keyBuf     []byte // in reverse: the current user key
+	valBuf     []byte // in reverse: the current value
+	skip       []byte // a user key whose remaining versions are hidden
+	seekBuf    []byte // internal seek keys are built here
+	err        error
+}
+
+// New returns an iterator over the user keys of inner as of sequence number
+// seq: versions with a larger sequence number are invisible. lower and upper
+// bound the user keys returned (lower inclusive, upper exclusive, nil for no
+// bound); New copies them. Seeks are clamped to the bounds, and the
+// iterator stops at a bound without reading the internal iterator past it
+// (beyond the one entry that shows the bound was crossed). The Iter owns
+// inner: Close closes it.
+func New(inner iterator.Iterator, seq uint64, lower, upper []byte) *Iter {
+	return &Iter{
+		inner: inner,
+		seq:   min(seq, ikey.MaxSeq),
+		lower: bytes.Clone(lower),
+		upper: bytes.Clone(upper),
+	}
+}
+
+// seekKey builds in seekBuf the internal key (ukey, seq, KindSeek); ukey
+// may alias Key.
+func (i *Iter) seekKey(ukey []byte, seq uint64) []byte {
+	i.seekBuf = ikey.Append(i.seekBuf[:0], ukey, seq, ikey.KindSeek)
+	return i.seekBuf
+}
+
+func (i *Iter) usable() bool { return i.state < failed }
+
+func (i *Iter) fail(err error) bool {
+	i.err, i.state, i.key, i.value = err, failed, nil, nil
+	return false
+}
+
+func (i *Iter) corrupt(k []byte) bool {
+	return i.fail(errors.Newf("dbiter: malformed internal key %x (%d bytes): %w",
+		k[:min(len(k), 64)], len(k), ErrCorrupt))
+}
+
+// stopped ends a move on which inner returned false: an error, or the end.
+func (i *Iter) stopped(s state) bool {
+	if err := i.inner.Err(); err != nil {
+		return i.fail(err)
+	}
+	i.state, i.key, i.value = s, nil, nil
+	return false
+}
+
+// Key returns the current user key; see Iter for how long it stays valid.
+func (i *Iter) Key() []byte { return i.key }
+
+// Value returns the current value; see Iter for how long it stays valid.
+func (i *Iter) Value() []byte { return i.value }
+
+// Err returns the error that stopped the iterator: from the internal
+// iterator, or one matching ErrCorrupt.
+func (i *Iter) Err() error { return i.err }
+
+// Close closes the internal iterator and returns Err, or else the internal
+// iterator's Close error. Later calls return the same; positioning calls
+// after Close return false.
+func (i *Iter) Close() error {
+	if i.state != closed {
+		if err := i.inner.Close(); i.err == nil {
+			i.err = err
+		}
+		i.state, i.key, i.value = closed, nil, nil
+	}
+	return i.err
+}
