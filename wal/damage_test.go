@@ -1,0 +1,221 @@
+package wal_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/shale-db/shale/wal"
+)
+
+// TestZeroedSpace: preallocated space (zeros to the end of the block, and
+// whole zero blocks) is skipped silently, at the end of a log and before
+// more records.
+func TestZeroedSpace(t *testing.T) {
+	log := writeLog(t, []byte("foo"))
+	log = append(log, make([]byte, 3*bs-len(log))...) // rest of block 0, blocks 1 and 2
+	withMore := append(bytes.Clone(log), writeLog(t, []byte("bar"))...)
+	for _, tc := range []struct {
+		log  []byte
+		want [][]byte
+	}{
+		{log, [][]byte{[]byte("foo")}},
+		{log[:bs+100], [][]byte{[]byte("foo")}},
+		{withMore, [][]byte{[]byte("foo"), []byte("bar")}},
+	} {
+		res := readLog(tc.log, wal.Strict())
+		expectEOF(t, res)
+		equalRecords(t, res.recs, tc.want)
+		if len(res.drops) != 0 {
+			t.Fatalf("drops %v", res.drops)
+		}
+	}
+}
+
+// TestZeroHeaderBeforeData: a zero header that is not followed by zeros to
+// the end of the block is damage, so one zeroed header never drops records
+// unreported.
+func TestZeroHeaderBeforeData(t *testing.T) {
+	log := writeLog(t, []byte("foo"), []byte("bar"), []byte("baz"))
+	clear(log[10:17]) // the header of "bar"
+	checkDrops(t, log, [][]byte{[]byte("foo")}, false, 10, 20, "checksum mismatch")
+}
+
+// TestZeroesInsideRecord: zeroed space cannot sit inside a record. If the
+// log ends there, the record is a torn tail; if data follows, it is damage,
+// and the fragments after the zeros are not joined to the record.
+func TestZeroesInsideRecord(t *testing.T) {
+	log := writeLog(t, []byte("a"), bigString("big", 3*bs))
+	clear(log[bs:]) // the MIDDLE and LAST fragments
+	checkDrops(t, log, [][]byte{[]byte("a")}, true, 8, int64(len(log)-8), "incomplete record")
+
+	log = writeLog(t, []byte("a"), bigString("big", 3*bs), []byte("tail"))
+	clear(log[bs : 2*bs]) // the first MIDDLE
+	res := readLog(log)
+	expectEOF(t, res)
+	equalRecords(t, res.recs, [][]byte{[]byte("a"), []byte("tail")})
+	if len(res.torn()) != 0 || len(res.drops) != 3 || res.drops[0].Offset != 8 ||
+		res.drops[0].Reason != "partial record cut by zeroed space" {
+		t.Fatalf("drops %v", res.drops)
+	}
+}
+
+func TestStrict(t *testing.T) {
+	log := writeLog(t, []byte("foo"), bigString("x", 2*bs), []byte("bar"))
+	log[bs+100]++ // inside the MIDDLE fragment at bs
+	var drops []wal.Drop
+	r := wal.NewReader(bytes.NewReader(log), wal.Strict(), wal.Named("000007.log"),
+		wal.OnDrop(func(d wal.Drop) { drops = append(drops, d) }))
+	if rec, err := r.Next(); err != nil || string(rec) != "foo" {
+		t.Fatalf("first record: %q, %v", rec, err)
+	}
+	_, err := r.Next()
+	var ce *wal.CorruptionError
+	if !errors.Is(err, wal.ErrCorrupt) || !errors.As(err, &ce) {
+		t.Fatalf("damage in strict mode: %v", err)
+	}
+	if ce.Offset != bs || ce.File != "000007.log" || ce.Reason != "checksum mismatch" {
+		t.Fatalf("error %+v", ce)
+	}
+	if want := "wal: 000007.log: offset 32768: checksum mismatch (32768 bytes)"; err.Error() != want {
+		t.Fatalf("message %q, want %q", err, want)
+	}
+	if _, err2 := r.Next(); err2 != err {
+		t.Fatalf("strict error not sticky: %v", err2)
+	}
+	if len(drops) != 0 {
+		t.Fatalf("strict mode reported drops %v", drops)
+	}
+}
+
+// TestStrictTornTail: a torn tail is not damage, even in strict mode, and is
+// reported distinctly.
+func TestStrictTornTail(t *testing.T) {
+	log := writeLog(t, []byte("foo"), bigString("x", 2*bs))
+	res := readLog(log[:bs+5], wal.Strict(), wal.Named("000009.log"))
+	expectEOF(t, res)
+	equalRecords(t, res.recs, [][]byte{[]byte("foo")})
+	want := wal.Drop{File: "000009.log", Offset: 10, Bytes: bs + 5 - 10, Reason: "incomplete record", TornTail: true}
+	if len(res.drops) != 1 || res.drops[0] != want {
+		t.Fatalf("drops %v, want %v", res.drops, want)
+	}
+	if s := want.String(); s != "wal: 000009.log: offset 10: torn tail: incomplete record, 32763 bytes dropped" {
+		t.Fatalf("Drop.String() = %q", s)
+	}
+}
+
+func TestStream(t *testing.T) {
+	big := bigString("0123456789", 5*bs+17)
+	log := writeLog(t, []byte("foo"), big, nil, []byte("bar"))
+	r := wal.NewReader(bytes.NewReader(log))
+	var got [][]byte
+	for {
+		rr, err := r.NextReader()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Read in odd-sized pieces.
+		var rec []byte
+		buf := make([]byte, 1000)
+		for {
+			n, err := rr.Read(buf)
+			rec = append(rec, buf[:n]...)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		got = append(got, rec)
+	}
+	equalRecords(t, got, [][]byte{[]byte("foo"), big, nil, []byte("bar")})
+}
+
+func TestStreamDamage(t *testing.T) {
+	big := bigString("0123456789", 3*bs)
+	log := writeLog(t, big, []byte("after"))
+	log[2*bs+50]++ // in the second MIDDLE
+	var drops []wal.Drop
+	r := wal.NewReader(bytes.NewReader(log), wal.OnDrop(func(d wal.Drop) { drops = append(drops, d) }))
+	rr, err := r.NextReader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, rr)
+	if !errors.Is(err, wal.ErrCorrupt) || n != 2*bs-14 {
+		t.Fatalf("streaming a damaged record: %d bytes, %v", n, err)
+	}
+	if rec, err := r.Next(); err != nil || string(rec) != "after" {
+		t.Fatalf("after the damaged record: %q, %v", rec, err)
+	}
+	if _, err := rr.Read(make([]byte, 1)); err == nil {
+		t.Fatal("stale stream reads")
+	}
+	if len(drops) != 3 { // the damaged block, the partial record, the orphan LAST
+		t.Fatalf("drops %v", drops)
+	}
+}
+
+func TestStreamTornTail(t *testing.T) {
+	log := writeLog(t, bigString("x", 3*bs))
+	r := wal.NewReader(bytes.NewReader(log[:2*bs+3]))
+	rr, _ := r.NextReader()
+	if _, err := io.Copy(io.Discard, rr); err != io.ErrUnexpectedEOF {
+		t.Fatalf("torn stream: %v", err)
+	}
+	if _, err := r.NextReader(); err != io.EOF {
+		t.Fatalf("after torn stream: %v", err)
+	}
+}
+
+// TestStreamAbandoned: Next skips the unread rest of a streamed record.
+func TestStreamAbandoned(t *testing.T) {
+	log := writeLog(t, bigString("x", 3*bs), []byte("next"))
+	r := wal.NewReader(bytes.NewReader(log))
+	rr, _ := r.NextReader()
+	rr.Read(make([]byte, 10))
+	if rec, err := r.Next(); err != nil || string(rec) != "next" || r.LastRecordOffset() != 3*bs+28 {
+		t.Fatalf("after abandoning a stream: %q, %v at %d", rec, err, r.LastRecordOffset())
+	}
+}
+
+// TestStreamNoBuffering: streaming a record allocates no more than a block,
+// whatever the record's size.
+func TestStreamNoBuffering(t *testing.T) {
+	log := writeLog(t, make([]byte, 64*bs))
+	buf := make([]byte, 4096)
+	allocs := testing.AllocsPerRun(5, func() {
+		r := wal.NewReader(bytes.NewReader(log))
+		rr, _ := r.NextReader()
+		io.CopyBuffer(io.Discard, struct{ io.Reader }{rr}, buf)
+	})
+	if allocs > 10 {
+		t.Fatalf("%v allocations to stream a record", allocs)
+	}
+}
+
+func TestScanner(t *testing.T) {
+	log := writeLog(t, []byte("foo"), []byte("bar"))
+	log[10]++ // the checksum of "bar"
+	log = append(log, 1, 2, 3)
+	got := scanAll(t, log)
+	want := []wal.Fragment{
+		{Offset: 0, Span: 10, Type: wal.FullType, Length: 3, Payload: []byte("foo")},
+		{Offset: 10, Span: 13, Type: wal.FullType, Length: 3, Problem: "checksum mismatch"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("fragments %+v", got)
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Offset != w.Offset || g.Span != w.Span || g.Type != w.Type || g.Length != w.Length ||
+			!bytes.Equal(g.Payload, w.Payload) || g.Problem != w.Problem {
+			t.Fatalf("fragment %d: %+v, want %+v", i, g, w)
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package wal
+
+import (
+	"hash/crc32"
+	"strconv"
+)
+
+// BlockSize is the size of a log block. Part of the format; do not change.
+const BlockSize = 32 * 1024
+
+// HeaderSize is the size of a fragment header: checksum (4), length (2) and
+// type (1). Part of the format; do not change.
+const HeaderSize = 7
+
+// RecordType is the type byte of a fragment header. Part of the format.
+type RecordType uint8
+
+// The fragment types. Part of the format; do not change.
+const (
+	// ZeroType marks zeroed, preallocated space; a writer never writes it.
+	ZeroType RecordType = 0
+	// FullType is a fragment holding a whole record.
+	FullType RecordType = 1
+	// FirstType is the first fragment of a record split over blocks.
+	FirstType RecordType = 2
+	// MiddleType is an interior fragment of a split record.
+	MiddleType RecordType = 3
+	// LastType is the final fragment of a split record.
+	LastType RecordType = 4
+)
+
+// String returns "FULL", "FIRST", "MIDDLE", "LAST", "ZERO", or "TYPE(n)".
+func (t RecordType) String() string {
+	switch t {
+	case ZeroType:
+		return "ZERO"
+	case FullType:
+		return "FULL"
+	case FirstType:
+		return "FIRST"
+	case MiddleType:
+		return "MIDDLE"
+	case LastType:
+		return "LAST"
+	}
+	return "TYPE(" + strconv.Itoa(int(t)) + ")"
+}
+
+// maskDelta is added to the rotated CRC when masking. Part of the format.
+const maskDelta = 0xa282ead8
+
+// castagnoli is the CRC-32C table; crc32 uses the SSE4.2 or ARMv8 CRC
+// instructions when it is given this table.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checksum returns the masked CRC-32C of b, which must be the type byte
+// followed by the payload.
+func checksum(b []byte) uint32 {
+	return mask(crc32.Checksum(b, castagnoli))
+}
+
+// mask rotates c right by 15 bits and adds maskDelta, as LevelDB does, so
+// that the CRC of data that embeds CRCs is not itself a trivial function.
+func mask(c uint32) uint32 {
+	return (c>>15 | c<<17) + maskDelta
+}
+
+// unmask inverts mask.
+func unmask(m uint32) uint32 {
+	r := m - maskDelta
+	return r>>17 | r<<15
+}

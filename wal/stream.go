@@ -1,0 +1,97 @@
+package wal
+
+import "io"
+
+// NextReader returns a reader of the next record, for records too large to
+// hold in memory: it buffers one block, never the record. Its Read returns
+// io.EOF at the end of an intact record, an error matching ErrCorrupt if a
+// later fragment proves damaged (the record is then dropped, and reported as
+// Next would report it), and io.ErrUnexpectedEOF if the log ends inside the
+// record (a torn tail). The returned reader goes stale at the next call to
+// Next or NextReader, which first skips whatever of its record is unread.
+// NextReader returns io.EOF at the end of the log, and in strict mode a
+// *CorruptionError at the first damage.
+func (r *Reader) NextReader() (io.Reader, error) {
+	r.endStream()
+	for r.startRecord() {
+		s := &recordStream{r: r, data: r.cur.data, last: r.cur.typ == FullType}
+		off := r.cur.off
+		if !s.last {
+			r.beginFragmented()
+			if len(s.data) == 0 {
+				// Look past an empty FIRST, so that a record already
+				// known to be cut short is never handed out.
+				data, st := r.continueRecord()
+				switch st {
+				case contMore, contLast:
+					s.data, s.last = data, st == contLast
+				case contCut:
+					continue
+				case contFail:
+					return nil, r.err
+				}
+			}
+		}
+		r.stream = s
+		r.lastOff = off
+		return s, nil
+	}
+	return nil, r.err
+}
+
+// recordStream is the reader NextReader returns.
+type recordStream struct {
+	r    *Reader
+	data []byte // the unread rest of the current fragment's payload
+	last bool   // the current fragment is the record's last
+	err  error  // sticky: io.EOF at the record's end, or why it was cut
+}
+
+// Read reads from the record, fetching fragments as it goes.
+func (s *recordStream) Read(b []byte) (int, error) {
+	if s.r.stream != s {
+		return 0, errStale
+	}
+	for len(s.data) == 0 {
+		if s.err != nil {
+			return 0, s.err
+		}
+		s.advance()
+	}
+	n := copy(b, s.data)
+	s.data = s.data[n:]
+	return n, nil
+}
+
+// advance moves to the record's next fragment, or ends the stream.
+func (s *recordStream) advance() {
+	if s.last {
+		s.err = io.EOF
+		return
+	}
+	data, st := s.r.continueRecord()
+	switch st {
+	case contMore:
+		s.data = data
+	case contLast:
+		s.data, s.last = data, true
+	case contCut:
+		s.err = s.r.cutErr
+	case contFail:
+		s.err = s.r.err
+	}
+}
+
+// endStream skips the unread rest of the streamed record, if any, so that
+// the scan resumes after it; damage found there is reported as usual.
+func (r *Reader) endStream() {
+	s := r.stream
+	if s == nil {
+		return
+	}
+	for s.err == nil {
+		s.data = nil
+		s.advance()
+	}
+	r.stream = nil
+}
