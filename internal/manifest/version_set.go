@@ -1,0 +1,386 @@
+package manifest
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shale-db/shale/internal/filename"
+	"github.com/shale-db/shale/internal/vfs"
+	"github.com/shale-db/shale/wal"
+)
+
+// VersionSet is the database's file state: the current Version, every
+// Version still referenced, the file number counter, the last sequence
+// number, the log number, and the open MANIFEST that records changes.
+//
+// Concurrency: LogAndApply calls are serialized by logMu (the engine makes
+// them from one background goroutine) and do their I/O without holding mu,
+// so readers never wait for an fsync. mu guards the fields in mu and is
+// held only briefly. The file number counter and the last sequence number
+// are atomics.
+type VersionSet struct {
+	fs       vfs.FS
+	dir      string
+	readOnly bool
+
+	nextFileNum atomic.Uint64 // the number NewFileNum returns next
+	lastSeq     atomic.Uint64 // the last sequence number the commit path used
+
+	// logMu serializes LogAndApply and Close and guards the fields below.
+	logMu       sync.Mutex
+	manifest    vfs.File    // the MANIFEST being appended to; nil if read-only
+	manifestLog *wal.Writer // frames records into manifest
+	err         error       // sticky: set once a MANIFEST write failed, or on Close
+
+	mu struct {
+		sync.Mutex
+		current         *Version              // holds the set's own reference
+		live            map[*Version]struct{} // versions with references, current included
+		manifestNum     uint64
+		logNumber       uint64
+		prevLogNumber   uint64
+		compactPointers [NumLevels][]byte
+	}
+}
+
+func newVersionSet(fsys vfs.FS, dir string, readOnly bool) *VersionSet {
+	vs := &VersionSet{fs: fsys, dir: dir, readOnly: readOnly}
+	vs.mu.live = make(map[*Version]struct{})
+	return vs
+}
+
+// Create makes the MANIFEST and CURRENT of a new, empty database in dir,
+// which must exist and have no CURRENT: MANIFEST-000001 holds one snapshot
+// edit (comparator, log number 0, next file number 2, last sequence 0);
+// then CURRENT is written atomically and the directory synced. The returned
+// set is writable and appends to MANIFEST-000001.
+func Create(fsys vfs.FS, dir string) (*VersionSet, error) {
+	if _, err := fsys.Stat(filename.Make(dir, filename.Current, 0)); err == nil {
+		return nil, errors.Newf("manifest: create: %s already has a CURRENT file", dir)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, errors.Wrap(err, "manifest: create")
+	}
+	vs := newVersionSet(fsys, dir, false)
+	vs.nextFileNum.Store(1)
+	vs.install(new(Version))
+	if err := vs.startManifest(); err != nil {
+		return nil, err
+	}
+	return vs, nil
+}
+
+// Load opens the database state in dir: it reads CURRENT, then replays the
+// MANIFEST it names strictly (see ReadEdits). Damage is an error matching
+// ErrCorrupt naming the file and offset; a missing CURRENT is an error
+// matching os.ErrNotExist. A comparator other than BytewiseComparator is an
+// error. Every file number the MANIFEST mentions (its own, the log numbers,
+// the tables) is marked used.
+//
+// Unless readOnly, Load then starts a new MANIFEST (the next file number)
+// holding a snapshot of the state, syncs it, and switches CURRENT to it;
+// the old MANIFEST (number below ManifestNumber) becomes obsolete for the
+// engine to delete. A read-only set writes nothing and refuses LogAndApply.
+//
+// Load reads only CURRENT and the MANIFEST it names. goleveldb also leaves
+// CURRENT.bak (the previous CURRENT) and CURRENT.<n> (a temp file whose
+// rename a crash interrupted; the edit it would have published was never
+// acknowledged), and LOG.old: they are ignored here, and whatever lists the
+// directory must leave them alone too.
+func Load(fsys vfs.FS, dir string, readOnly bool) (*VersionSet, error) {
+	num, err := readCurrent(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	s, v, err := replay(fsys, filename.Make(dir, filename.Manifest, num))
+	if err != nil {
+		return nil, err
+	}
+	vs := newVersionSet(fsys, dir, readOnly)
+	vs.nextFileNum.Store(s.nextFileNum)
+	vs.lastSeq.Store(s.lastSeq)
+	for _, n := range []uint64{num, s.logNumber, s.prevLogNumber} {
+		vs.MarkFileNumUsed(n)
+	}
+	for _, files := range v.Levels {
+		for _, f := range files {
+			vs.MarkFileNumUsed(f.Num)
+		}
+	}
+	vs.mu.manifestNum = num
+	vs.mu.logNumber, vs.mu.prevLogNumber = s.logNumber, s.prevLogNumber
+	vs.mu.compactPointers = s.compactPointers
+	vs.install(v)
+	if !readOnly {
+		if err := vs.startManifest(); err != nil {
+			return nil, err
+		}
+	}
+	return vs, nil
+}
+
+// install makes v the current version, taking the set's reference on
+// it and dropping the one on the previous current version. vs.mu must not
+// be held by the caller (the name says the set's state changes under it).
+func (vs *VersionSet) install(v *Version) {
+	v.vs = vs
+	v.refs.Store(1)
+	vs.mu.Lock()
+	old := vs.mu.current
+	vs.mu.current = v
+	vs.mu.live[v] = struct{}{}
+	vs.mu.Unlock()
+	if old != nil {
+		old.Unref() // may take vs.mu to drop old from live
+	}
+}
+
+// releaseVersion forgets v, whose last reference is gone.
+func (vs *VersionSet) releaseVersion(v *Version) {
+	vs.mu.Lock()
+	delete(vs.mu.live, v)
+	vs.mu.Unlock()
+}
+
+// snapshot returns an edit that recreates the current state from nothing.
+func (vs *VersionSet) snapshot() *VersionEdit {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	e := new(VersionEdit)
+	e.SetComparator(BytewiseComparator)
+	e.SetLogNumber(vs.mu.logNumber)
+	e.SetPrevLogNumber(vs.mu.prevLogNumber)
+	e.SetNextFileNumber(vs.nextFileNum.Load())
+	e.SetLastSequence(vs.lastSeq.Load())
+	for level, k := range vs.mu.compactPointers {
+		if k != nil {
+			e.SetCompactPointer(level, k)
+		}
+	}
+	for level, files := range vs.mu.current.Levels {
+		for _, f := range files {
+			e.AddFile(level, f)
+		}
+	}
+	return e
+}
+
+// startManifest writes a snapshot to a new MANIFEST, makes it durable, points
+// CURRENT at it and makes it the one LogAndApply appends to. Only Create and
+// Load call it, before the set is shared.
+func (vs *VersionSet) startManifest() (err error) {
+	num := vs.NewFileNum()
+	path := filename.Make(vs.dir, filename.Manifest, num)
+	f, err := vs.fs.Create(path)
+	if err != nil {
+		return errors.Wrapf(err, "manifest: create %s", filepath.Base(path))
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = vs.fs.Remove(path) // best effort: CURRENT does not name it
+		}
+	}()
+	w := wal.NewWriter(f)
+	if err = writeSynced(w, f, vs.snapshot().Encode(nil)); err != nil {
+		return errors.Wrapf(err, "manifest: write %s", filepath.Base(path))
+	}
+	// The new file's directory entry is durable before CURRENT names it.
+	if err = syncDir(vs.fs, vs.dir); err != nil {
+		return err
+	}
+	if err = setCurrent(vs.fs, vs.dir, num); err != nil {
+		return err
+	}
+	vs.manifest, vs.manifestLog = f, w
+	vs.mu.Lock()
+	vs.mu.manifestNum = num
+	vs.mu.Unlock()
+	return nil
+}
+
+// writeSynced appends rec as one record and makes it durable.
+func writeSynced(w *wal.Writer, f vfs.File, rec []byte) error {
+	if err := w.WriteRecord(rec); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// LogAndApply records e durably and installs the resulting Version. It fills
+// in e's next file number and last sequence from the set, and its log
+// number and prev log number from the set when e has none; e is modified.
+// The new Version shares e's FileMetas and the set keeps its compact
+// pointer keys: neither may be modified afterwards.
+// It then appends e to the MANIFEST as one record, flushes and syncs it,
+// and only then makes the new Version current.
+//
+// An invalid edit (bad level or key, a file number not yet allocated, a
+// log number going backwards, a result breaking the level invariants) is
+// refused before anything is written. A failed write or sync is sticky:
+// whether the edit reached the disk is unknown, so this and every later
+// call return the error and the engine must stop changing files (a fresh
+// Load decides). Calls are serialized; readers are not blocked meanwhile.
+func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
+	vs.logMu.Lock()
+	defer vs.logMu.Unlock()
+	if vs.readOnly {
+		return ErrReadOnly
+	}
+	if vs.err != nil {
+		return vs.err
+	}
+	base := vs.Current() // stays current: only LogAndApply installs, under logMu
+	defer base.Unref()
+	if err := vs.fillEdit(e); err != nil {
+		return err
+	}
+	b := newBuilder(base)
+	b.apply(e)
+	v, err := b.finish()
+	if err != nil {
+		return errors.Wrap(err, "manifest: edit refused")
+	}
+	if err := writeSynced(vs.manifestLog, vs.manifest, e.Encode(nil)); err != nil {
+		vs.err = errors.Wrapf(err, "manifest: write %s", filename.Name(filename.Manifest, vs.ManifestNumber()))
+		return vs.err
+	}
+	vs.mu.Lock()
+	vs.mu.logNumber, vs.mu.prevLogNumber = e.LogNumber, e.PrevLogNumber
+	for _, p := range e.CompactPointers {
+		vs.mu.compactPointers[p.Level] = p.Key
+	}
+	vs.mu.Unlock()
+	vs.install(v)
+	return nil
+}
+
+// fillEdit validates e and completes its scalar fields from the set.
+func (vs *VersionSet) fillEdit(e *VersionEdit) error {
+	if err := e.Validate(); err != nil {
+		return err
+	}
+	if e.HasComparator && e.Comparator != BytewiseComparator {
+		return errors.Newf("manifest: edit names comparator %q, not %q", e.Comparator, BytewiseComparator)
+	}
+	next := vs.nextFileNum.Load()
+	for _, f := range e.NewFiles {
+		if f.Meta.Num >= next {
+			return errors.Newf("manifest: edit adds table %06d, a number never allocated", f.Meta.Num)
+		}
+	}
+	logNum, prevLogNum := vs.LogNumber(), vs.prevLogNumber()
+	if !e.HasLogNumber {
+		e.SetLogNumber(logNum)
+	} else if e.LogNumber < logNum || e.LogNumber >= next {
+		return errors.Newf("manifest: edit log number %d outside [%d, %d)", e.LogNumber, logNum, next)
+	}
+	if !e.HasPrevLogNumber {
+		e.SetPrevLogNumber(prevLogNum)
+	}
+	e.SetNextFileNumber(next)
+	e.SetLastSequence(vs.lastSeq.Load())
+	return nil
+}
+
+// Current returns the current Version with a reference the caller must
+// release with Unref. Safe for concurrent use.
+func (vs *VersionSet) Current() *Version {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	v := vs.mu.current
+	v.Ref()
+	return v
+}
+
+// LiveFiles returns the numbers of the tables in every Version that still
+// has a reference, the current one included. Tables not in it, and not
+// being written by the engine (numbers it allocated since), may be deleted.
+func (vs *VersionSet) LiveFiles() map[uint64]struct{} {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	live := make(map[uint64]struct{})
+	for v := range vs.mu.live {
+		for _, files := range v.Levels {
+			for _, f := range files {
+				live[f.Num] = struct{}{}
+			}
+		}
+	}
+	return live
+}
+
+// NewFileNum allocates a file number, never returned before by this set nor
+// recorded in its MANIFEST. Atomic.
+func (vs *VersionSet) NewFileNum() uint64 { return vs.nextFileNum.Add(1) - 1 }
+
+// MarkFileNumUsed makes sure NewFileNum never returns n or less (for example
+// for WAL numbers found on disk). Atomic.
+func (vs *VersionSet) MarkFileNumUsed(n uint64) {
+	for {
+		cur := vs.nextFileNum.Load()
+		if cur > n || vs.nextFileNum.CompareAndSwap(cur, n+1) {
+			return
+		}
+	}
+}
+
+// LastSequence returns the last sequence number used. Atomic.
+func (vs *VersionSet) LastSequence() uint64 { return vs.lastSeq.Load() }
+
+// SetLastSequence records s as the last sequence number used; the commit
+// path calls it after its WAL write, never with a smaller value than the
+// last. LogAndApply records the value it finds. Atomic.
+func (vs *VersionSet) SetLastSequence(s uint64) { vs.lastSeq.Store(s) }
+
+// LogNumber returns the number of the oldest WAL still needed: WALs below it
+// are reflected in tables and may be deleted.
+func (vs *VersionSet) LogNumber() uint64 {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	return vs.mu.logNumber
+}
+
+func (vs *VersionSet) prevLogNumber() uint64 {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	return vs.mu.prevLogNumber
+}
+
+// ManifestNumber returns the number of the MANIFEST that CURRENT names.
+// Other MANIFESTs in the directory are obsolete once Create or a writable
+// Load has returned.
+func (vs *VersionSet) ManifestNumber() uint64 {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	return vs.mu.manifestNum
+}
+
+// CompactPointer returns the internal key after which the next compaction
+// of level should start, or nil. The slice must not be modified.
+func (vs *VersionSet) CompactPointer(level int) []byte {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	return vs.mu.compactPointers[level]
+}
+
+// Close closes the MANIFEST. Later LogAndApply calls fail; Current and the
+// other readers keep working. Safe to call twice.
+func (vs *VersionSet) Close() error {
+	vs.logMu.Lock()
+	defer vs.logMu.Unlock()
+	if vs.manifest == nil {
+		return nil
+	}
+	err := vs.manifest.Close()
+	vs.manifest, vs.manifestLog = nil, nil
+	if vs.err == nil {
+		vs.err = errors.New("manifest: version set closed")
+	}
+	return errors.Wrap(err, "manifest: close")
+}
