@@ -1,0 +1,246 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/shale-db/shale/internal/ikey"
+)
+
+// readAll opens b and reads everything: a full scan each way and a Get of
+// every model user key. It returns the first error; with no error, what
+// it read must equal the model.
+func readAll(t *testing.T, b []byte, model []kv) error {
+	t.Helper()
+	r, err := Open(bytes.NewReader(b), int64(len(b)), ReaderOptions{FileName: "000042.ldb"})
+	if err != nil {
+		return err
+	}
+	it := r.NewIter()
+	i := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if i >= len(model) || !bytes.Equal(it.Key(), model[i].key) || !bytes.Equal(it.Value(), model[i].val) {
+			t.Fatalf("wrong entry %d: %s", i, ikey.String(it.Key()))
+		}
+		i++
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if i != len(model) {
+		t.Fatalf("scan returned %d of %d entries without an error", i, len(model))
+	}
+	it = r.NewIter()
+	for ok := it.Last(); ok; ok = it.Prev() {
+		i--
+		if i < 0 || !bytes.Equal(it.Key(), model[i].key) {
+			t.Fatalf("wrong entry %d going back: %s", i, ikey.String(it.Key()))
+		}
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	for _, e := range model {
+		v, _, found, err := r.Get(ikey.UserKey(e.key), ikey.Seq(e.key))
+		if err != nil {
+			return err
+		}
+		if !found || !bytes.Equal(v, e.val) {
+			t.Fatalf("Get(%s) = %v without an error", ikey.String(e.key), found)
+		}
+	}
+	return nil
+}
+
+// blockAt returns the handle of the block (or footer) that holds offset off.
+func blockAt(t *testing.T, l *Layout, off int64) (BlockHandle, bool) {
+	for _, b := range l.Blocks {
+		if uint64(off) >= b.Handle.Offset && uint64(off) < b.Handle.Offset+b.Handle.Length+TrailerLen {
+			return b.Handle, true
+		}
+	}
+	return BlockHandle{}, false
+}
+
+// TestEveryByteFlipped flips each byte of a small table in turn: reading it
+// must fail with ErrCorrupt naming the file and the damaged block, or (for
+// the footer's unused padding) return exactly the original entries.
+func TestEveryByteFlipped(t *testing.T) {
+	model := randomEntries(rand.New(rand.NewSource(6)), 60, 60)
+	orig := writeTable(t, model, WriterOptions{BlockSize: 256})
+	l, err := openTable(t, orig, ReaderOptions{}).Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	footerOff := int64(len(orig) - FooterLen)
+	for off := range orig {
+		b := append([]byte(nil), orig...)
+		b[off] ^= 0x5a
+		err := readAll(t, b, model)
+		if err == nil {
+			if int64(off) < footerOff {
+				t.Fatalf("byte %d flipped (block %v) went unnoticed", off, l.Blocks)
+			}
+			continue
+		}
+		var te *TableError
+		if !errors.Is(err, ErrCorrupt) || !errors.As(err, &te) || te.File != "000042.ldb" {
+			t.Fatalf("byte %d flipped: %v", off, err)
+		}
+		if h, ok := blockAt(t, l, int64(off)); ok && te.Offset != int64(h.Offset) {
+			t.Fatalf("byte %d flipped in block %s: error names offset %d: %v", off, h, te.Offset, err)
+		}
+	}
+}
+
+func TestTruncated(t *testing.T) {
+	model := randomEntries(rand.New(rand.NewSource(7)), 40, 60)
+	orig := writeTable(t, model, WriterOptions{BlockSize: 256})
+	for n := 0; n < len(orig); n++ {
+		if err := readAll(t, orig[:n], model); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("table cut to %d bytes: %v", n, err)
+		}
+	}
+}
+
+// rewriteBlock replaces the stored bytes and compression byte of the block
+// at h, keeping its length, and fixes the checksum so that only the new
+// content is wrong.
+func rewriteBlock(b []byte, h BlockHandle, content []byte, typ byte) []byte {
+	b = append([]byte(nil), b...)
+	copy(b[h.Offset:], content)
+	b[h.Offset+h.Length] = typ
+	binary.LittleEndian.PutUint32(b[h.Offset+h.Length+1:], blockChecksum(b[h.Offset:h.Offset+h.Length], typ))
+	return b
+}
+
+func firstDataBlock(t *testing.T, b []byte) BlockHandle {
+	l, err := openTable(t, b, ReaderOptions{}).Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Blocks[0].Handle
+}
+
+func TestZstdRefused(t *testing.T) {
+	model := randomEntries(rand.New(rand.NewSource(8)), 50, 50)
+	orig := writeTable(t, model, WriterOptions{Compression: NoCompression})
+	h := firstDataBlock(t, orig)
+	b := rewriteBlock(orig, h, orig[h.Offset:h.Offset+h.Length], blockTypeZstd)
+	err := readAll(t, b, model)
+	if !errors.Is(err, ErrUnsupported) || errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "zstd") {
+		t.Fatalf("zstd block: %v", err)
+	}
+	b = rewriteBlock(orig, h, orig[h.Offset:h.Offset+h.Length], 3)
+	if err := readAll(t, b, model); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "compression type 3") {
+		t.Fatalf("unknown compression: %v", err)
+	}
+}
+
+func TestSnappyLengthBounded(t *testing.T) {
+	model := randomEntries(rand.New(rand.NewSource(9)), 50, 50)
+	orig := writeTable(t, model, WriterOptions{Compression: NoCompression})
+	h := firstDataBlock(t, orig)
+	// A snappy header claiming 0xffffffff decoded bytes, then a literal.
+	content := make([]byte, h.Length)
+	copy(content, []byte{0xff, 0xff, 0xff, 0xff, 0x0f, 0x00, 'x'})
+	b := rewriteBlock(orig, h, content, blockTypeSnappy)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err := readAll(t, b, model)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "claims") {
+		t.Fatalf("4 GiB snappy claim: %v", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Fatalf("allocated %d bytes for a bogus snappy header", grew)
+	}
+	// A claim within the expansion bound that the data does not back.
+	content = binary.AppendUvarint(nil, h.Length*2)
+	content = append(content, make([]byte, int(h.Length)-len(content))...)
+	b = rewriteBlock(orig, h, content, blockTypeSnappy)
+	if err := readAll(t, b, model); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("undecodable snappy block: %v", err)
+	}
+}
+
+// rebuildTail returns the table with its metaindex replaced by one entry,
+// name -> the original filter handle, and the filter block's content
+// replaced by filter (if not nil, same length).
+func rebuildTail(t *testing.T, orig []byte, name string, filter []byte) []byte {
+	r := openTable(t, orig, ReaderOptions{})
+	fh := r.metaKeys[0].handle
+	b := append([]byte(nil), orig[:r.footer.MetaIndex.Offset]...)
+	if filter != nil {
+		b = rewriteBlock(b, fh, filter, blockTypeNone)
+	}
+	var meta blockWriter
+	meta.restartInterval = 16
+	meta.add([]byte(name), appendHandle(nil, fh))
+	mb := meta.finish()
+	mh := BlockHandle{Offset: uint64(len(b)), Length: uint64(len(mb))}
+	b = append(b, mb...)
+	b = append(b, blockTypeNone, 0, 0, 0, 0)
+	binary.LittleEndian.PutUint32(b[len(b)-4:], blockChecksum(mb, blockTypeNone))
+	ih := r.footer.Index
+	idx := orig[ih.Offset : ih.Offset+ih.Length+TrailerLen]
+	ih.Offset = uint64(len(b))
+	b = append(b, idx...)
+	return appendFooter(b, Footer{MetaIndex: mh, Index: ih})
+}
+
+func TestFilterNames(t *testing.T) {
+	var model []kv
+	for i := 0; i < 300; i++ {
+		model = append(model, kv{ikey.Make([]byte(fmt.Sprintf("k%05d", i)), 2, ikey.KindSet), []byte("v")})
+	}
+	orig := writeTable(t, model, WriterOptions{})
+	fh := openTable(t, orig, ReaderOptions{}).metaKeys[0].handle
+	// The same filter block with every bit clear (each filter keeps its k
+	// byte): used, it would hide every key.
+	zeroed := append([]byte(nil), orig[fh.Offset:fh.Offset+fh.Length]...)
+	fr, ok := newFilterReader(zeroed)
+	if !ok || fr.num == 0 {
+		t.Fatal("filter block does not parse")
+	}
+	for i := 0; i < fr.num; i++ {
+		start := binary.LittleEndian.Uint32(fr.offsets[4*i:])
+		limit := uint32(len(fr.data))
+		if i+1 < fr.num {
+			limit = binary.LittleEndian.Uint32(fr.offsets[4*i+4:])
+		}
+		for j := start; j+1 < limit; j++ {
+			zeroed[j] = 0
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		used      bool
+		wantFound bool
+	}{
+		{FilterMetaKey, true, false},
+		{oldFilterMetaKey, false, true},
+		{"filter.someone.elses", false, true},
+	} {
+		b := rebuildTail(t, orig, tc.name, zeroed)
+		r := openTable(t, b, ReaderOptions{})
+		if r.HasFilter() != tc.used {
+			t.Fatalf("%s: HasFilter %v", tc.name, r.HasFilter())
+		}
+		_, _, found, err := r.Get([]byte("k00100"), 5)
+		if err != nil || found != tc.wantFound {
+			t.Fatalf("%s: Get found=%v err=%v, want found=%v", tc.name, found, err, tc.wantFound)
+		}
+		if !tc.used {
+			if err := readAll(t, b, model); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,180 @@
+package sstable
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"sort"
+	"testing"
+
+	"github.com/shale-db/shale/internal/ikey"
+	"github.com/shale-db/shale/internal/iterator"
+)
+
+// kv is one entry of a model: an internal key and its value.
+type kv struct{ key, val []byte }
+
+// randomEntries returns n entries with distinct internal keys in order:
+// random user keys (some empty, some sharing long prefixes), one to three
+// versions each, values of random length (some empty, some over maxVal/2).
+func randomEntries(rng *rand.Rand, n, maxVal int) []kv {
+	users := map[string]bool{}
+	for len(users) < n {
+		var u []byte
+		switch rng.Intn(4) {
+		case 0:
+			u = []byte(fmt.Sprintf("key%06d", rng.Intn(1000000)))
+		case 1:
+			u = []byte(fmt.Sprintf("shared/prefix/long/%d", rng.Intn(1000000)))
+		default:
+			u = make([]byte, rng.Intn(24))
+			rng.Read(u)
+		}
+		users[string(u)] = true
+	}
+	var out []kv
+	for u := range users {
+		seq := uint64(rng.Intn(1000) + 10)
+		for v := rng.Intn(3); v >= 0 && len(out) < n; v-- {
+			kind := ikey.KindSet
+			if rng.Intn(8) == 0 {
+				kind = ikey.KindDelete
+			}
+			val := make([]byte, rng.Intn(maxVal/2+1))
+			if rng.Intn(50) == 0 {
+				val = make([]byte, maxVal)
+			}
+			rng.Read(val)
+			out = append(out, kv{ikey.Make([]byte(u), seq, kind), val})
+			seq -= uint64(rng.Intn(5) + 1)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return ikey.Compare(out[i].key, out[j].key) < 0 })
+	return out
+}
+
+// writeTable writes entries with opts and returns the file's bytes.
+func writeTable(t testing.TB, entries []kv, opts WriterOptions) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := NewWriter(&buf, opts)
+	for _, e := range entries {
+		if err := w.Add(e.key, e.val); err != nil {
+			t.Fatalf("Add(%s): %v", ikey.String(e.key), err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Meta().Size; got != uint64(buf.Len()) {
+		t.Fatalf("Meta.Size %d, wrote %d", got, buf.Len())
+	}
+	return buf.Bytes()
+}
+
+// openTable opens a table held in memory.
+func openTable(t testing.TB, b []byte, opts ReaderOptions) *Reader {
+	t.Helper()
+	r, err := Open(bytes.NewReader(b), int64(len(b)), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// probeKeys returns seek targets around every model key: the keys
+// themselves, the same user keys at other sequence numbers, a key before
+// everything and keys after everything.
+func probeKeys(model []kv) [][]byte {
+	probes := [][]byte{ikey.Make(nil, ikey.MaxSeq, ikey.KindSet), ikey.Make([]byte("\xff\xff\xff\xff\xff"), 0, ikey.KindDelete)}
+	for _, e := range model {
+		u, seq := ikey.UserKey(e.key), ikey.Seq(e.key)
+		probes = append(probes, e.key, ikey.Make(u, seq+1, ikey.KindSet), ikey.Make(u, max(seq, 1)-1, ikey.KindSet),
+			ikey.Make(append(append([]byte(nil), u...), 0), ikey.MaxSeq, ikey.KindSet))
+	}
+	return probes
+}
+
+// checkIter compares it with model: full scans both ways, every probe with
+// SeekGE and SeekLT followed by steps both ways, and a random walk.
+func checkIter(t *testing.T, it iterator.Iterator, model []kv, probes [][]byte, rng *rand.Rand) {
+	t.Helper()
+	// at asserts that the iterator stands at model[i] (or at nothing if i
+	// is out of range) after an operation that returned ok.
+	at := func(op string, ok bool, i int) bool {
+		t.Helper()
+		if i < 0 || i >= len(model) {
+			if ok {
+				t.Errorf("%s: at %s, want exhausted", op, ikey.String(it.Key()))
+				return false
+			}
+			if err := it.Err(); err != nil {
+				t.Errorf("%s: %v", op, err)
+			}
+			return false
+		}
+		if !ok {
+			t.Errorf("%s: exhausted (err %v), want %s", op, it.Err(), ikey.String(model[i].key))
+			return false
+		}
+		if !bytes.Equal(it.Key(), model[i].key) || !bytes.Equal(it.Value(), model[i].val) {
+			t.Errorf("%s: at %s (%d-byte value), want %s", op, ikey.String(it.Key()), len(it.Value()), ikey.String(model[i].key))
+			return false
+		}
+		return true
+	}
+	ok := it.First()
+	for i := 0; at("First/Next", ok, i); i++ {
+		ok = it.Next()
+	}
+	ok = it.Last()
+	for i := len(model) - 1; at("Last/Prev", ok, i); i-- {
+		ok = it.Prev()
+	}
+	if len(probes) > 600 {
+		// Keep large tests fast: a random sample still crosses every kind
+		// of boundary many times.
+		sample := make([][]byte, 600)
+		for i := range sample {
+			sample[i] = probes[rng.Intn(len(probes))]
+		}
+		probes = sample
+	}
+	for _, p := range probes {
+		ge := sort.Search(len(model), func(i int) bool { return ikey.Compare(model[i].key, p) >= 0 })
+		if at("SeekGE "+ikey.String(p), it.SeekGE(p), ge) {
+			if at("SeekGE+Next", it.Next(), ge+1) {
+				at("SeekGE+Next+Prev", it.Prev(), ge)
+			}
+		}
+		if at("SeekLT "+ikey.String(p), it.SeekLT(p), ge-1) {
+			if at("SeekLT+Prev", it.Prev(), ge-2) {
+				at("SeekLT+Prev+Next", it.Next(), ge-1)
+			}
+		}
+	}
+	// A random walk: positions move both ways across block boundaries.
+	i := -1
+	for step := 0; step < 4*len(model)+10 && !t.Failed(); step++ {
+		switch op := rng.Intn(10); {
+		case op < 4 && i >= 0 && i < len(model):
+			i++
+			at("walk Next", it.Next(), i)
+		case op < 8 && i >= 0 && i < len(model):
+			i--
+			at("walk Prev", it.Prev(), i)
+		default:
+			p := probes[rng.Intn(len(probes))]
+			i = sort.Search(len(model), func(i int) bool { return ikey.Compare(model[i].key, p) >= 0 })
+			if rng.Intn(2) == 0 {
+				at("walk SeekGE", it.SeekGE(p), i)
+			} else {
+				i--
+				at("walk SeekLT", it.SeekLT(p), i)
+			}
+		}
+	}
+	if err := it.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}

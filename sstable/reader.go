@@ -1,0 +1,315 @@
+package sstable
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/cockroachdb/errors"
+	"github.com/golang/snappy"
+	"github.com/shale-db/shale/internal/cache"
+	"github.com/shale-db/shale/internal/ikey"
+	"github.com/shale-db/shale/internal/iterator"
+)
+
+// maxDecodedLen caps the decoded length of a snappy block (256 MiB), on top
+// of snappy's own bound: an element of n input bytes yields at most 64/3*n
+// output bytes (a 3-byte copy of 64), so a block of n bytes decodes to at
+// most maxSnappyExpansion*n.
+const (
+	maxDecodedLen      = 256 << 20
+	maxSnappyExpansion = 22
+)
+
+// ReaderOptions configures a Reader. The zero value is valid.
+type ReaderOptions struct {
+	// FileName names the file in error messages.
+	FileName string
+	// FileNum identifies the file in Cache: it must be unique among the
+	// readers that share a cache (the database's file number).
+	FileNum uint64
+	// Cache, if not nil, holds data blocks across reads.
+	Cache *cache.Cache
+}
+
+// Reader reads a table. Open checks the footer, metaindex, filter and index
+// blocks; data blocks are read (and their checksums verified) on demand.
+// A Reader is safe for concurrent use by any number of Get calls and
+// iterators, provided its io.ReaderAt is.
+type Reader struct {
+	r        io.ReaderAt
+	size     int64
+	opts     ReaderOptions
+	footer   Footer
+	index    []byte        // decoded index block
+	filter   *filterReader // nil: no usable filter
+	metaKeys []metaEntry   // every metaindex entry, for Layout
+
+	skipChecksums bool // only for fuzzing
+}
+
+// metaEntry is one metaindex entry.
+type metaEntry struct {
+	name   string
+	handle BlockHandle
+	ok     bool // handle decoded
+}
+
+// Open reads the footer, metaindex, filter and index blocks of the table
+// of size bytes in r. A damaged table gives an error matching ErrCorrupt;
+// the filter is used only if the metaindex names FilterMetaKey (filters
+// under the old name are ignored). Open does not take ownership of r.
+func Open(r io.ReaderAt, size int64, opts ReaderOptions) (*Reader, error) {
+	return open(r, size, opts, true)
+}
+
+// open is Open; verify false skips checksums, so that fuzzing reaches the
+// decoders behind them.
+func open(r io.ReaderAt, size int64, opts ReaderOptions, verify bool) (*Reader, error) {
+	t := &Reader{r: r, size: size, opts: opts, skipChecksums: !verify}
+	if size < FooterLen {
+		return nil, t.corrupt(0, "file of %d bytes is too short for a table", size)
+	}
+	var fb [FooterLen]byte
+	if err := t.readAt(fb[:], size-FooterLen); err != nil {
+		return nil, err
+	}
+	var reason string
+	if t.footer, reason = decodeFooter(fb[:]); reason != "" {
+		return nil, t.corrupt(size-FooterLen, "footer: %s", reason)
+	}
+	if err := t.readMetaIndex(); err != nil {
+		return nil, err
+	}
+	index, err := t.readBlock(t.footer.Index)
+	if err != nil {
+		return nil, err
+	}
+	var it blockIter
+	if err := it.init(index, true, opts.FileName, int64(t.footer.Index.Offset)); err != nil {
+		return nil, err
+	}
+	t.index = index
+	return t, nil
+}
+
+// readMetaIndex reads the metaindex block and the filter block it names.
+func (t *Reader) readMetaIndex() error {
+	h := t.footer.MetaIndex
+	meta, err := t.readBlock(h)
+	if err != nil {
+		return err
+	}
+	var it blockIter
+	if err := it.init(meta, false, t.opts.FileName, int64(h.Offset)); err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		bh, n := decodeHandle(it.val)
+		t.metaKeys = append(t.metaKeys, metaEntry{name: string(it.key), handle: bh, ok: n > 0})
+		if string(it.key) != FilterMetaKey {
+			continue
+		}
+		if n == 0 {
+			return t.corrupt(int64(h.Offset), "metaindex: bad filter block handle")
+		}
+		fb, err := t.readBlock(bh)
+		if err != nil {
+			return err
+		}
+		t.filter, _ = newFilterReader(fb)
+	}
+	return it.err
+}
+
+// corrupt returns an ErrCorrupt error at offset off of this table.
+func (t *Reader) corrupt(off int64, format string, args ...any) error {
+	return &TableError{File: t.opts.FileName, Offset: off, Reason: fmt.Sprintf(format, args...), Err: ErrCorrupt}
+}
+
+// readAt fills b from offset off; a short file is corruption.
+func (t *Reader) readAt(b []byte, off int64) error {
+	n, err := t.r.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	if err == nil || err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+		return t.corrupt(off, "read %d of %d bytes: file truncated", n, len(b))
+	}
+	return errors.Wrapf(err, "sstable: %s: read at offset %d", t.name(), off)
+}
+
+func (t *Reader) name() string {
+	if t.opts.FileName == "" {
+		return "table"
+	}
+	return t.opts.FileName
+}
+
+// checkHandle reports whether the block and its trailer lie before the footer.
+func (t *Reader) checkHandle(h BlockHandle) error {
+	limit := uint64(t.size - FooterLen)
+	if h.Offset > limit || h.Length > limit-h.Offset || TrailerLen > limit-h.Offset-h.Length {
+		return t.corrupt(int64(min(h.Offset, limit)), "block handle %s is outside the %d-byte table", h, t.size)
+	}
+	return nil
+}
+
+// readBlock reads the block at h, verifies its checksum and decodes it.
+// The result is newly allocated and never modified afterwards.
+func (t *Reader) readBlock(h BlockHandle) ([]byte, error) {
+	raw, typ, err := t.readRawBlock(h)
+	if err != nil {
+		return nil, err
+	}
+	return t.decodeBlock(raw, typ, int64(h.Offset))
+}
+
+// decodeBlock decompresses a block whose trailer said typ.
+func (t *Reader) decodeBlock(raw []byte, typ byte, off int64) ([]byte, error) {
+	switch typ {
+	case blockTypeNone:
+		return raw, nil
+	case blockTypeSnappy:
+		return t.decodeSnappy(raw, off)
+	case blockTypeZstd:
+		return nil, &TableError{File: t.opts.FileName, Offset: off,
+			Reason: "block is zstd-compressed (compression type 2), which shale does not support",
+			Err:    ErrUnsupported}
+	}
+	return nil, t.corrupt(off, "unknown block compression type %d", typ)
+}
+
+// readRawBlock reads the block at h and its trailer and verifies the
+// checksum; it returns the stored bytes and the compression type.
+func (t *Reader) readRawBlock(h BlockHandle) ([]byte, byte, error) {
+	if err := t.checkHandle(h); err != nil {
+		return nil, 0, err
+	}
+	buf := make([]byte, h.Length+TrailerLen)
+	if err := t.readAt(buf, int64(h.Offset)); err != nil {
+		return nil, 0, err
+	}
+	n := int(h.Length)
+	typ := buf[n]
+	stored := binary.LittleEndian.Uint32(buf[n+1:])
+	if got := blockChecksum(buf[:n], typ); got != stored && !t.skipChecksums {
+		return nil, 0, t.corrupt(int64(h.Offset), "block checksum mismatch (stored %#08x, computed %#08x)", stored, got)
+	}
+	return buf[:n:n], typ, nil
+}
+
+// decodeSnappy decodes a snappy block after bounding its claimed length.
+func (t *Reader) decodeSnappy(src []byte, off int64) ([]byte, error) {
+	n, err := snappy.DecodedLen(src)
+	if err != nil {
+		return nil, t.corrupt(off, "snappy block header: %v", err)
+	}
+	if limit := min(uint64(len(src))*maxSnappyExpansion, maxDecodedLen); uint64(n) > limit {
+		return nil, t.corrupt(off, "snappy block claims %d decoded bytes from %d (limit %d)", n, len(src), limit)
+	}
+	dst, err := snappy.Decode(make([]byte, n), src)
+	if err != nil || len(dst) != n {
+		return nil, t.corrupt(off, "snappy block does not decode: %v", err)
+	}
+	return dst, nil
+}
+
+// dataBlock returns the decoded data block at h, from the cache if it has it.
+func (t *Reader) dataBlock(h BlockHandle) ([]byte, error) {
+	if b, ok := t.opts.Cache.Get(t.opts.FileNum, h.Offset); ok {
+		return b, nil
+	}
+	b, err := t.readBlock(h)
+	if err != nil {
+		return nil, err
+	}
+	t.opts.Cache.Set(t.opts.FileNum, h.Offset, b)
+	return b, nil
+}
+
+// indexIter returns an iterator over the index block.
+func (t *Reader) indexIter(it *blockIter) {
+	// The index block was validated by Open, so init cannot fail.
+	_ = it.init(t.index, true, t.opts.FileName, int64(t.footer.Index.Offset))
+}
+
+// blockHandle decodes the handle in an index entry.
+func (t *Reader) blockHandle(v []byte) (BlockHandle, error) {
+	h, n := decodeHandle(v)
+	if n == 0 {
+		return BlockHandle{}, t.corrupt(int64(t.footer.Index.Offset), "index block: bad block handle")
+	}
+	return h, nil
+}
+
+// Get looks up the newest entry for user key ukey with sequence number <=
+// seq: the first entry >= ikey.SeekKey(ukey, seq), if its user key is
+// ukey. The bloom filter is consulted first. found is false if there is no
+// such entry; a deletion is found with kind ikey.KindDelete.
+//
+// value aliases a block that is never modified and may be shared through
+// the block cache: it stays valid indefinitely, but the caller must not
+// modify it (copy it to hand it to users).
+func (t *Reader) Get(ukey []byte, seq uint64) (value []byte, kind ikey.Kind, found bool, err error) {
+	seek := ikey.SeekKey(ukey, seq)
+	var idx, data blockIter
+	t.indexIter(&idx)
+	if !idx.SeekGE(seek) {
+		return nil, 0, false, idx.err
+	}
+	h, err := t.blockHandle(idx.val)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if t.filter != nil && !t.filter.mayContain(h.Offset, bloomHash(ukey)) {
+		return nil, 0, false, nil
+	}
+	for {
+		b, err := t.dataBlock(h)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		if err := data.init(b, true, t.opts.FileName, int64(h.Offset)); err != nil {
+			return nil, 0, false, err
+		}
+		if data.SeekGE(seek) {
+			u, _, k, ok := ikey.Parse(data.key)
+			if !ok {
+				return nil, 0, false, t.corrupt(int64(h.Offset), "entry %s has an unknown kind", ikey.String(data.key))
+			}
+			if string(u) != string(ukey) {
+				return nil, 0, false, nil
+			}
+			return data.val, k, true, nil
+		}
+		if data.err != nil {
+			return nil, 0, false, data.err
+		}
+		// Every entry of this block is < seek: the answer, if any, is the
+		// first entry of the next block.
+		if !idx.Next() {
+			return nil, 0, false, idx.err
+		}
+		if h, err = t.blockHandle(idx.val); err != nil {
+			return nil, 0, false, err
+		}
+	}
+}
+
+// NewIter returns an iterator over the table's entries. It is not safe for
+// concurrent use, but any number may be used concurrently. The Reader must
+// stay open while it is in use.
+func (t *Reader) NewIter() iterator.Iterator {
+	it := &tableIter{t: t}
+	t.indexIter(&it.index)
+	return it
+}
+
+// HasFilter reports whether Get consults a bloom filter.
+func (t *Reader) HasFilter() bool { return t.filter != nil }
+
+// Close releases the Reader; it holds no resources beyond memory, so this
+// only marks the end of its use. It does not close the io.ReaderAt, which
+// the caller closes once the Reader's iterators are closed.
+func (t *Reader) Close() error { return nil }

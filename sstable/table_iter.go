@@ -1,0 +1,185 @@
+package sstable
+
+import "github.com/shale-db/shale/internal/iterator"
+
+// tableIter is the two-level iterator over a table: the index block picks a
+// data block, whose iterator gives the entries. Empty or exhausted data
+// blocks are skipped in the direction of travel. Errors are sticky: after
+// one, every positioning call returns false and Err reports it.
+type tableIter struct {
+	t     *Reader
+	index blockIter
+	data  blockIter
+
+	block    []byte // the decoded data block data iterates over
+	blockOff uint64 // its offset; meaningful when block != nil
+	err      error
+}
+
+var _ iterator.Iterator = (*tableIter)(nil)
+
+// loadBlock points data at the block of the current index entry.
+func (it *tableIter) loadBlock() bool {
+	h, err := it.t.blockHandle(it.index.val)
+	if err != nil {
+		it.err = err
+		return false
+	}
+	if it.block == nil || it.blockOff != h.Offset {
+		b, err := it.t.dataBlock(h)
+		if err != nil {
+			it.err = err
+			return false
+		}
+		it.block, it.blockOff = b, h.Offset
+	}
+	if err := it.data.init(it.block, true, it.t.opts.FileName, int64(h.Offset)); err != nil {
+		it.err = err
+		return false
+	}
+	return true
+}
+
+// stop records the first error of the data or index iterator, if any, and
+// leaves the iterator unpositioned.
+func (it *tableIter) stop() bool {
+	if it.err == nil {
+		it.err = it.data.err
+	}
+	if it.err == nil {
+		it.err = it.index.err
+	}
+	it.data.valid = false
+	return false
+}
+
+// skipForward moves to the first entry of the next non-empty block.
+func (it *tableIter) skipForward() bool {
+	for {
+		if it.data.err != nil || !it.index.Next() || !it.loadBlock() {
+			return it.stop()
+		}
+		if it.data.First() {
+			return true
+		}
+	}
+}
+
+// skipBackward moves to the last entry of the previous non-empty block.
+func (it *tableIter) skipBackward() bool {
+	for {
+		if it.data.err != nil || !it.index.Prev() || !it.loadBlock() {
+			return it.stop()
+		}
+		if it.data.Last() {
+			return true
+		}
+	}
+}
+
+// First moves to the first entry of the table.
+func (it *tableIter) First() bool {
+	if it.err != nil || !it.index.First() || !it.loadBlock() {
+		return it.stop()
+	}
+	if it.data.First() {
+		return true
+	}
+	return it.skipForward()
+}
+
+// Last moves to the last entry of the table.
+func (it *tableIter) Last() bool {
+	if it.err != nil || !it.index.Last() || !it.loadBlock() {
+		return it.stop()
+	}
+	if it.data.Last() {
+		return true
+	}
+	return it.skipBackward()
+}
+
+// SeekGE moves to the first entry whose internal key is >= key. The index
+// entry of a block is >= every key in it and < every key of the next, so
+// the first index entry >= key names the only block to look in (or the
+// next, if key falls between the block's last key and its separator).
+func (it *tableIter) SeekGE(key []byte) bool {
+	if it.err != nil || !it.index.SeekGE(key) || !it.loadBlock() {
+		return it.stop()
+	}
+	if it.data.SeekGE(key) {
+		return true
+	}
+	return it.skipForward()
+}
+
+// SeekLT moves to the last entry whose internal key is < key.
+func (it *tableIter) SeekLT(key []byte) bool {
+	if it.err != nil {
+		return false
+	}
+	if !it.index.SeekGE(key) {
+		// Every block ends before key: start from the last one.
+		if it.index.err != nil || !it.index.Last() {
+			return it.stop()
+		}
+	}
+	if !it.loadBlock() {
+		return it.stop()
+	}
+	if it.data.SeekLT(key) {
+		return true
+	}
+	return it.skipBackward()
+}
+
+// Next moves to the following entry.
+func (it *tableIter) Next() bool {
+	if it.err != nil || !it.data.valid {
+		return false
+	}
+	if it.data.Next() {
+		return true
+	}
+	return it.skipForward()
+}
+
+// Prev moves to the preceding entry.
+func (it *tableIter) Prev() bool {
+	if it.err != nil || !it.data.valid {
+		return false
+	}
+	if it.data.Prev() {
+		return true
+	}
+	return it.skipBackward()
+}
+
+// Key returns the current internal key, valid until the next positioning
+// call; nil when unpositioned.
+func (it *tableIter) Key() []byte {
+	if !it.data.valid {
+		return nil
+	}
+	return it.data.key
+}
+
+// Value returns the current value. It aliases an immutable block, so it
+// stays valid after the iterator moves, but must not be modified.
+func (it *tableIter) Value() []byte {
+	if !it.data.valid {
+		return nil
+	}
+	return it.data.val
+}
+
+// Err returns the error that stopped the iterator, if any.
+func (it *tableIter) Err() error { return it.err }
+
+// Close releases the iterator and returns Err. Calling it twice is safe.
+func (it *tableIter) Close() error {
+	it.block = nil
+	it.data.data = nil
+	it.data.valid = false
+	return it.err
+}

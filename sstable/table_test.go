@@ -1,0 +1,319 @@
+package sstable
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/shale-db/shale/internal/cache"
+	"github.com/shale-db/shale/internal/ikey"
+)
+
+func TestTableRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	for _, tc := range []struct {
+		n    int
+		opts WriterOptions
+	}{
+		{0, WriterOptions{}},
+		{1, WriterOptions{}},
+		{500, WriterOptions{}},
+		{500, WriterOptions{BlockSize: 64, RestartInterval: 1, Compression: NoCompression}},
+		{800, WriterOptions{BlockSize: 300, RestartInterval: 3, BloomBitsPerKey: -1}},
+		{2000, WriterOptions{BlockSize: 1024}},
+	} {
+		name := fmt.Sprintf("n=%d/%+v", tc.n, tc.opts)
+		t.Run(name, func(t *testing.T) {
+			model := randomEntries(rng, tc.n, 9000) // some values > 4 KiB blocks
+			b := writeTable(t, model, tc.opts)
+			for _, c := range []*cache.Cache{nil, cache.New(1 << 20)} {
+				r := openTable(t, b, ReaderOptions{FileName: "rt.ldb", FileNum: 9, Cache: c})
+				if r.HasFilter() != (tc.opts.BloomBitsPerKey >= 0) {
+					t.Fatalf("HasFilter = %v", r.HasFilter())
+				}
+				checkIter(t, r.NewIter(), model, probeKeys(model), rng)
+				if c == nil || tc.n <= 800 {
+					checkGets(t, r, model)
+				}
+			}
+		})
+	}
+}
+
+// checkGets asks Get about every model user key at sequence numbers around
+// each version, and about absent keys, and checks against the model.
+func checkGets(t *testing.T, r *Reader, model []kv) {
+	t.Helper()
+	for i, e := range model {
+		u, seq := ikey.UserKey(e.key), ikey.Seq(e.key)
+		for _, s := range []uint64{seq, seq + 1, max(seq, 1) - 1, ikey.MaxSeq} {
+			// The model's answer: the first entry of u with sequence <= s.
+			var want *kv
+			for j := i; j >= 0 && bytes.Equal(ikey.UserKey(model[j].key), u); j-- {
+				if ikey.Seq(model[j].key) <= s {
+					want = &model[j]
+				}
+			}
+			for j := i + 1; want == nil && j < len(model) && bytes.Equal(ikey.UserKey(model[j].key), u); j++ {
+				if ikey.Seq(model[j].key) <= s {
+					want = &model[j]
+				}
+			}
+			v, kind, found, err := r.Get(u, s)
+			switch {
+			case err != nil:
+				t.Fatalf("Get(%q, %d): %v", u, s, err)
+			case want == nil && found:
+				t.Fatalf("Get(%q, %d) found %d bytes, want nothing", u, s, len(v))
+			case want != nil && (!found || kind != ikey.KindOf(want.key) || !bytes.Equal(v, want.val)):
+				t.Fatalf("Get(%q, %d) = %v,%v want %s", u, s, found, kind, ikey.String(want.key))
+			}
+		}
+		absent := append(append([]byte(nil), u...), 0xfe, 0xfe)
+		if _, _, found, err := r.Get(absent, ikey.MaxSeq); err != nil || (found && !modelHasUser(model, absent)) {
+			t.Fatalf("Get(absent %q) = %v, %v", absent, found, err)
+		}
+	}
+}
+
+func modelHasUser(model []kv, u []byte) bool {
+	for _, e := range model {
+		if bytes.Equal(ikey.UserKey(e.key), u) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestWriterMeta(t *testing.T) {
+	model := []kv{
+		{ikey.ParseString("a#9,PUT"), []byte("1")},
+		{ikey.ParseString("a#3,DEL"), nil},
+		{ikey.ParseString("b#5,PUT"), []byte("2")},
+	}
+	var buf bytes.Buffer
+	w := NewWriter(&buf, WriterOptions{})
+	for _, e := range model {
+		if err := w.Add(e.key, e.val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m := w.Meta()
+	if ikey.String(m.Smallest) != "a#9,PUT" || ikey.String(m.Largest) != "b#5,PUT" || m.Entries != 3 || m.DataBlocks != 1 || m.Size != uint64(buf.Len()) {
+		t.Fatalf("meta %+v", m)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := w.Add(ikey.ParseString("c#1,PUT"), nil); err == nil {
+		t.Fatal("Add after Close succeeded")
+	}
+}
+
+func TestWriterRejectsDisorder(t *testing.T) {
+	for _, keys := range [][]string{
+		{"b#1,PUT", "a#1,PUT"},
+		{"a#1,PUT", "a#1,PUT"}, // equal is not increasing
+		{"a#1,PUT", "a#2,PUT"}, // newer after older
+	} {
+		w := NewWriter(&bytes.Buffer{}, WriterOptions{})
+		if err := w.Add(ikey.ParseString(keys[0]), nil); err != nil {
+			t.Fatal(err)
+		}
+		err := w.Add(ikey.ParseString(keys[1]), nil)
+		if err == nil || !strings.Contains(err.Error(), "must increase") {
+			t.Fatalf("%v: got %v", keys, err)
+		}
+		if w.Close() == nil {
+			t.Fatalf("%v: Close after a bad Add succeeded", keys)
+		}
+	}
+	if err := NewWriter(&bytes.Buffer{}, WriterOptions{}).Add([]byte("short"), nil); err == nil {
+		t.Fatal("a 5-byte key was accepted as an internal key")
+	}
+}
+
+// TestBlockBoundaries places seeks exactly at, just before and just after
+// the first and last keys of every block, and between a block's last key
+// and its index separator.
+func TestBlockBoundaries(t *testing.T) {
+	var model []kv
+	for i := 0; i < 400; i++ {
+		u := []byte(fmt.Sprintf("user%05d", i*10))
+		model = append(model, kv{ikey.Make(u, 5, ikey.KindSet), bytes.Repeat([]byte{byte(i)}, 50)})
+	}
+	b := writeTable(t, model, WriterOptions{BlockSize: 256, RestartInterval: 2})
+	r := openTable(t, b, ReaderOptions{})
+	l, err := r.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var probes [][]byte
+	for _, blk := range l.Blocks {
+		if blk.Kind == "data" {
+			probes = append(probes, blk.IndexKey)
+		}
+	}
+	if len(probes) < 50 {
+		t.Fatalf("only %d data blocks", len(probes))
+	}
+	for i := 0; i < len(model); i++ {
+		u := ikey.UserKey(model[i].key)
+		probes = append(probes, ikey.Make(u, 6, ikey.KindSet), ikey.Make(u, 4, ikey.KindSet),
+			ikey.Make(append(u[:len(u):len(u)], '5'), ikey.MaxSeq, ikey.KindSet))
+	}
+	checkIter(t, r.NewIter(), model, append(probes, probeKeys(model)...), rand.New(rand.NewSource(3)))
+}
+
+func TestCompressionOnlyWhenItPays(t *testing.T) {
+	rng := rand.New(rand.NewSource(4))
+	var model []kv
+	for i := 0; i < 200; i++ {
+		val := make([]byte, 100)
+		if i < 100 {
+			for j := range val {
+				val[j] = 'a' + byte(j%3) // compresses well
+			}
+		} else {
+			rng.Read(val) // does not compress
+		}
+		model = append(model, kv{ikey.Make([]byte(fmt.Sprintf("k%04d", i)), 1, ikey.KindSet), val})
+	}
+	for _, c := range []Compression{DefaultCompression, NoCompression} {
+		r := openTable(t, writeTable(t, model, WriterOptions{Compression: c, BlockSize: 1000}), ReaderOptions{})
+		l, err := r.Layout()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var snappyBlocks, plain int
+		for _, blk := range l.Blocks {
+			if blk.Err != nil {
+				t.Fatalf("%s block %s: %v", blk.Kind, blk.Handle, blk.Err)
+			}
+			if blk.Kind != "data" {
+				continue
+			}
+			switch {
+			case blk.Compression == int(blockTypeSnappy):
+				snappyBlocks++
+				if blk.Handle.Length >= uint64(blk.DecodedLen-blk.DecodedLen/8) {
+					t.Errorf("block %s compressed from %d bytes, saving under an eighth", blk.Handle, blk.DecodedLen)
+				}
+			case blk.Compression == int(blockTypeNone):
+				plain++
+			}
+		}
+		if c == NoCompression && snappyBlocks != 0 {
+			t.Fatalf("NoCompression wrote %d snappy blocks", snappyBlocks)
+		}
+		if c == DefaultCompression && (snappyBlocks == 0 || plain == 0) {
+			t.Fatalf("snappy blocks %d, plain %d: want both (compressible and random values)", snappyBlocks, plain)
+		}
+		checkIter(t, r.NewIter(), model, probeKeys(model), rng)
+	}
+}
+
+func TestBloomFalsePositiveRate(t *testing.T) {
+	const n = 20000
+	var model []kv
+	for i := 0; i < n; i++ {
+		model = append(model, kv{ikey.Make([]byte(fmt.Sprintf("present%08d", i)), 1, ikey.KindSet), nil})
+	}
+	r := openTable(t, writeTable(t, model, WriterOptions{}), ReaderOptions{})
+	var fp int
+	for i := 0; i < n; i++ {
+		// Every present key must pass its block's filter.
+		if _, _, found, err := r.Get(ikey.UserKey(model[i].key), 1); !found || err != nil {
+			t.Fatalf("present key %d not found: %v", i, err)
+		}
+	}
+	var idx blockIter
+	r.indexIter(&idx)
+	for i := 0; i < n; i++ {
+		u := []byte(fmt.Sprintf("absent%08d", i))
+		if !idx.SeekGE(ikey.SeekKey(u, 1)) {
+			idx.Last()
+		}
+		h, _ := r.blockHandle(idx.val)
+		if r.filter.mayContain(h.Offset, bloomHash(u)) {
+			fp++
+		}
+	}
+	rate := float64(fp) / n
+	t.Logf("false-positive rate %.3f%% at 10 bits/key", 100*rate)
+	if rate < 0.002 || rate > 0.02 {
+		t.Fatalf("false-positive rate %.3f%%, want about 1%%", 100*rate)
+	}
+}
+
+func TestFilterSkipsReads(t *testing.T) {
+	var model []kv
+	for i := 0; i < 1000; i++ {
+		model = append(model, kv{ikey.Make([]byte(fmt.Sprintf("k%06d", i*2)), 1, ikey.KindSet), []byte("v")})
+	}
+	b := writeTable(t, model, WriterOptions{})
+	counter := &countingReaderAt{r: bytes.NewReader(b)}
+	r, err := Open(counter, int64(len(b)), ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter.n = 0
+	for i := 0; i < 1000; i++ {
+		if _, _, found, err := r.Get([]byte(fmt.Sprintf("k%06d", i*2+1)), 1); found || err != nil {
+			t.Fatalf("absent key found or error %v", err)
+		}
+	}
+	if counter.n > 50 {
+		t.Fatalf("1000 absent Gets read %d blocks; the filter should skip ~99%%", counter.n)
+	}
+}
+
+type countingReaderAt struct {
+	r *bytes.Reader
+	n int
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	c.n++
+	return c.r.ReadAt(p, off)
+}
+
+func TestCacheServesBlocks(t *testing.T) {
+	model := randomEntries(rand.New(rand.NewSource(5)), 300, 100)
+	b := writeTable(t, model, WriterOptions{})
+	counter := &countingReaderAt{r: bytes.NewReader(b)}
+	c := cache.New(1 << 20)
+	r, err := Open(counter, int64(len(b)), ReaderOptions{FileNum: 3, Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan := func() int {
+		n := 0
+		it := r.NewIter()
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	scan()
+	before := counter.n
+	if got := scan(); got != len(model) {
+		t.Fatalf("scan saw %d entries", got)
+	}
+	if counter.n != before {
+		t.Fatalf("second scan read the file %d times; blocks should come from the cache", counter.n-before)
+	}
+	c.EvictFile(3)
+	scan()
+	if counter.n == before {
+		t.Fatal("scan after EvictFile read nothing")
+	}
+}

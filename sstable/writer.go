@@ -1,0 +1,276 @@
+package sstable
+
+import (
+	"bufio"
+	"encoding/binary"
+	"io"
+
+	"github.com/cockroachdb/errors"
+	"github.com/golang/snappy"
+	"github.com/shale-db/shale/internal/ikey"
+)
+
+// Compression chooses how a Writer compresses blocks. It is an option, not
+// the byte written in block trailers.
+type Compression uint8
+
+const (
+	// DefaultCompression is SnappyCompression.
+	DefaultCompression Compression = iota
+	// NoCompression writes every block as is.
+	NoCompression
+	// SnappyCompression compresses a block with snappy's block format when
+	// that saves at least an eighth of it.
+	SnappyCompression
+)
+
+// Writer defaults.
+const (
+	DefaultBlockSize       = 4096
+	DefaultRestartInterval = 16
+)
+
+// maxCompressBlockLen is the largest block the Writer compresses; readers
+// refuse to decode a snappy block that claims more than maxDecodedLen.
+const maxCompressBlockLen = maxDecodedLen
+
+// WriterOptions configures a Writer. The zero value means the defaults.
+type WriterOptions struct {
+	// BlockSize is the uncompressed size at which a data block is closed;
+	// 0 means DefaultBlockSize.
+	BlockSize int
+	// RestartInterval is the number of keys between restart points in data
+	// blocks; 0 means DefaultRestartInterval.
+	RestartInterval int
+	// Compression; the zero value means snappy.
+	Compression Compression
+	// BloomBitsPerKey sizes the bloom filter; 0 means
+	// DefaultBloomBitsPerKey and a negative value writes no filter.
+	BloomBitsPerKey int
+}
+
+// Meta describes a finished table.
+type Meta struct {
+	// Size is the number of bytes written.
+	Size uint64
+	// Smallest and Largest are the first and last internal keys; nil for
+	// a table without entries.
+	Smallest, Largest []byte
+	// Entries is the number of entries; DataBlocks the number of data blocks.
+	Entries, DataBlocks int
+}
+
+// Writer writes a table to an io.Writer: call Add for every entry in
+// increasing internal key order, then Close. A Writer is not safe for
+// concurrent use. Its errors are sticky: after one, every call returns it
+// and the output is not a valid table.
+type Writer struct {
+	w      *bufio.Writer
+	opts   WriterOptions
+	offset uint64 // bytes written so far
+	err    error
+	closed bool
+
+	data   blockWriter
+	index  blockWriter
+	filter *filterWriter // nil: no filter
+
+	// pending is the handle of the last finished data block, whose index
+	// entry waits for the next key (to choose a short separator).
+	pending     BlockHandle
+	havePending bool
+
+	meta       Meta
+	lastKey    []byte
+	compressed []byte // scratch for snappy output
+	scratch    []byte
+}
+
+// NewWriter returns a Writer that writes a table to w. It buffers its
+// output; Close flushes it but neither syncs nor closes w.
+func NewWriter(w io.Writer, opts WriterOptions) *Writer {
+	if opts.BlockSize <= 0 {
+		opts.BlockSize = DefaultBlockSize
+	}
+	if opts.RestartInterval <= 0 {
+		opts.RestartInterval = DefaultRestartInterval
+	}
+	if opts.Compression == DefaultCompression {
+		opts.Compression = SnappyCompression
+	}
+	if opts.BloomBitsPerKey == 0 {
+		opts.BloomBitsPerKey = DefaultBloomBitsPerKey
+	}
+	tw := &Writer{w: bufio.NewWriterSize(w, 64<<10), opts: opts}
+	tw.data.restartInterval = opts.RestartInterval
+	tw.index.restartInterval = 1
+	if opts.BloomBitsPerKey > 0 {
+		tw.filter = &filterWriter{bitsPerKey: opts.BloomBitsPerKey}
+		tw.filter.startBlock(0)
+	}
+	return tw
+}
+
+// Add appends an entry. key must be an internal key greater than every key
+// added before (in ikey.Compare order); value may be empty. Both are
+// copied. Add returns an error for a key out of order.
+func (w *Writer) Add(key, value []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return errors.New("sstable: add to a closed writer")
+	}
+	if !ikey.Valid(key) {
+		w.err = errors.Newf("sstable: %d-byte key is not an internal key", len(key))
+		return w.err
+	}
+	if w.meta.Entries > 0 && ikey.Compare(key, w.lastKey) <= 0 {
+		w.err = errors.Newf("sstable: key %s added after %s: keys must increase",
+			ikey.String(key), ikey.String(w.lastKey))
+		return w.err
+	}
+	if w.havePending {
+		w.scratch = ikey.Separator(w.scratch[:0], w.lastKey, key)
+		w.addIndexEntry(w.scratch)
+	}
+	if w.filter != nil {
+		w.filter.addKey(key)
+	}
+	if w.meta.Entries == 0 {
+		w.meta.Smallest = append([]byte(nil), key...)
+	}
+	w.lastKey = append(w.lastKey[:0], key...)
+	w.meta.Entries++
+	w.data.add(key, value)
+	if w.data.estimatedSize() >= w.opts.BlockSize {
+		w.finishDataBlock()
+	}
+	return w.err
+}
+
+// addIndexEntry writes the index entry of the pending data block.
+func (w *Writer) addIndexEntry(sep []byte) {
+	var buf [maxHandleLen]byte
+	w.index.add(sep, appendHandle(buf[:0], w.pending))
+	w.havePending = false
+}
+
+// finishDataBlock writes the current data block and leaves its index entry
+// pending.
+func (w *Writer) finishDataBlock() {
+	if w.data.entries == 0 {
+		return
+	}
+	h, err := w.writeBlock(w.data.finish(), w.opts.Compression)
+	w.data.reset()
+	if err != nil {
+		w.err = err
+		return
+	}
+	w.pending, w.havePending = h, true
+	w.meta.DataBlocks++
+	if w.filter != nil {
+		w.filter.startBlock(w.offset)
+	}
+}
+
+// writeBlock writes a block and its trailer, compressed if that pays, and
+// returns its handle.
+func (w *Writer) writeBlock(block []byte, c Compression) (BlockHandle, error) {
+	typ := blockTypeNone
+	if c == SnappyCompression && len(block) <= maxCompressBlockLen {
+		w.compressed = snappy.Encode(w.compressed[:cap(w.compressed)], block)
+		if len(w.compressed) < len(block)-len(block)/8 {
+			block, typ = w.compressed, blockTypeSnappy
+		}
+	}
+	return w.writeRaw(block, typ)
+}
+
+// writeRaw writes block followed by its trailer.
+func (w *Writer) writeRaw(block []byte, typ byte) (BlockHandle, error) {
+	h := BlockHandle{Offset: w.offset, Length: uint64(len(block))}
+	var trailer [TrailerLen]byte
+	trailer[0] = typ
+	binary.LittleEndian.PutUint32(trailer[1:], blockChecksum(block, typ))
+	if _, err := w.w.Write(block); err != nil {
+		return BlockHandle{}, errors.Wrap(err, "sstable: write block")
+	}
+	if _, err := w.w.Write(trailer[:]); err != nil {
+		return BlockHandle{}, errors.Wrap(err, "sstable: write block")
+	}
+	w.offset += uint64(len(block)) + TrailerLen
+	return h, nil
+}
+
+// Close finishes the table: the last data block, the filter block, the
+// metaindex and index blocks, and the footer; then it flushes the buffered
+// output. It does not sync or close the underlying writer. Calling Close
+// again returns the first call's result.
+func (w *Writer) Close() error {
+	if w.closed {
+		return w.err
+	}
+	w.closed = true
+	if w.err != nil {
+		return w.err
+	}
+	w.finishDataBlock()
+	if w.err != nil {
+		return w.err
+	}
+	if w.havePending {
+		w.scratch = ikey.Successor(w.scratch[:0], w.lastKey)
+		w.addIndexEntry(w.scratch)
+	}
+	w.err = w.writeTail()
+	if w.err == nil {
+		w.meta.Size = w.offset
+		if w.meta.Entries > 0 {
+			w.meta.Largest = append([]byte(nil), w.lastKey...)
+		}
+	}
+	return w.err
+}
+
+// writeTail writes the filter, metaindex and index blocks and the footer.
+func (w *Writer) writeTail() error {
+	var meta blockWriter
+	meta.restartInterval = 1
+	if w.filter != nil {
+		fh, err := w.writeRaw(w.filter.finish(), blockTypeNone)
+		if err != nil {
+			return err
+		}
+		var buf [maxHandleLen]byte
+		meta.add([]byte(FilterMetaKey), appendHandle(buf[:0], fh))
+	}
+	mh, err := w.writeBlock(meta.finish(), w.opts.Compression)
+	if err != nil {
+		return err
+	}
+	ih, err := w.writeBlock(w.index.finish(), w.opts.Compression)
+	if err != nil {
+		return err
+	}
+	footer := appendFooter(nil, Footer{MetaIndex: mh, Index: ih})
+	if _, err := w.w.Write(footer); err != nil {
+		return errors.Wrap(err, "sstable: write footer")
+	}
+	w.offset += FooterLen
+	if err := w.w.Flush(); err != nil {
+		return errors.Wrap(err, "sstable: flush table")
+	}
+	return nil
+}
+
+// Meta describes the table; it is complete only after Close returned nil.
+func (w *Writer) Meta() Meta { return w.meta }
+
+// EstimatedSize is the number of bytes the table would have if it were
+// closed now, minus the filter, metaindex and index blocks: what the
+// engine compares with its target file size.
+func (w *Writer) EstimatedSize() uint64 {
+	return w.offset + uint64(w.data.estimatedSize())
+}
