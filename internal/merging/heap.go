@@ -22,7 +22,7 @@ func (m *Iter) down(i int) {
 	n := len(h)
 	for {
 		l := 2*i + 1
-		if l >= n || l < 0 {
+		if l >= n {
 			return
 		}
 		j := l

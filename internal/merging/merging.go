@@ -10,9 +10,11 @@
 //
 // The iterator keeps a binary heap of the sources that stand at an entry:
 // a min-heap while moving forward, a max-heap while moving backward.
-// Changing direction repositions every source (see reposition), so a
-// source is only ever stepped with Next or Prev while it stands at an entry;
-// sources need not support stepping off an exhausted position.
+// Changing direction moves every source once, to its last entry before the
+// current one (Prev, or Last for a source that ran off its end) or its
+// first entry after it (Next or First); see reposition. A source is only
+// ever stepped with Next or Prev while it stands at an entry, so sources
+// need not support stepping off an exhausted position.
 //
 // An Iter is not safe for concurrent use; distinct Iters are independent.
 package merging
