@@ -1,0 +1,282 @@
+// Package tablecache keeps a bounded number of table files open: an LRU of
+// open *sstable.Reader values, each with a reference count so that a table
+// in use is never closed under its user.
+//
+// Use one Cache per database: Get returns a table's Reader and a release
+// function to call when done with it; NewIter returns an iterator whose
+// Close releases the table; Evict drops a table that is being deleted, and
+// its blocks from the block cache.
+//
+// The bound is on the tables the cache holds. A table evicted (by the bound
+// or by Evict) while in use stays open until its last user releases it, so
+// for a moment more than maxOpen files can be open.
+//
+// A Cache is safe for concurrent use. Concurrent Gets of one table that is
+// not open share a single open.
+package tablecache
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shale-db/shale/internal/cache"
+	"github.com/shale-db/shale/internal/filename"
+	"github.com/shale-db/shale/internal/iterator"
+	"github.com/shale-db/shale/internal/vfs"
+	"github.com/shale-db/shale/sstable"
+)
+
+// DefaultMaxOpen is the bound used when New is given maxOpen <= 0.
+const DefaultMaxOpen = 1000
+
+// ErrClosed is returned by Get and NewIter after Close.
+var ErrClosed = errors.New("tablecache: closed")
+
+// Cache is a bounded set of open tables. Create it with New.
+type Cache struct {
+	fs         vfs.FS
+	dir        string
+	blockCache *cache.Cache
+	maxOpen    int
+
+	mu struct {
+		sync.Mutex
+		tables map[uint64]*table
+		lru    table // sentinel: lru.next is the most recently used
+		closed bool
+	}
+}
+
+// table is one table file, open or being opened. refs counts the cache's
+// own hold (while the table is in tables) plus one per user; the file is
+// closed when refs drops to zero. Fields other than reader, file and err
+// are guarded by Cache.mu; those three are written once before ready is
+// closed and read only after.
+type table struct {
+	fileNum    uint64
+	refs       int
+	deleted    bool // Evict was called: drop its blocks when it closes
+	prev, next *table
+
+	ready  chan struct{}
+	reader *sstable.Reader
+	file   vfs.File
+	err    error
+}
+
+// New returns a cache of at most maxOpen tables (DefaultMaxOpen if
+// maxOpen <= 0) of the database in dir on fs, whose readers share
+// blockCache (which may be nil).
+func New(fs vfs.FS, dir string, blockCache *cache.Cache, maxOpen int) *Cache {
+	if maxOpen <= 0 {
+		maxOpen = DefaultMaxOpen
+	}
+	c := &Cache{fs: fs, dir: dir, blockCache: blockCache, maxOpen: maxOpen}
+	c.mu.tables = make(map[uint64]*table)
+	c.mu.lru.prev, c.mu.lru.next = &c.mu.lru, &c.mu.lru
+	return c
+}
+
+// Get returns the reader of table fileNum, whose size in bytes is size (as
+// the MANIFEST records it), opening the file (NNNNNN.ldb, else
+// NNNNNN.sst) if needed. The reader stays open until release is called;
+// release may be called more than once, and only the first call counts.
+// An error opening the table is returned, not cached: the next Get tries
+// again.
+func (c *Cache) Get(fileNum uint64, size int64) (r *sstable.Reader, release func(), err error) {
+	t, loader, err := c.acquire(fileNum)
+	if err != nil {
+		return nil, nil, err
+	}
+	if loader {
+		t.reader, t.file, t.err = c.open(fileNum, size)
+		close(t.ready)
+	} else {
+		<-t.ready
+	}
+	if t.err != nil {
+		// Forget the failed open so that the next Get tries again.
+		c.mu.Lock()
+		if c.mu.tables[fileNum] == t {
+			c.dropLocked(t)
+		}
+		c.unrefLocked(t) // nothing was opened: nothing to close
+		c.mu.Unlock()
+		return nil, nil, t.err
+	}
+	var once sync.Once
+	return t.reader, func() { once.Do(func() { c.unref(t) }) }, nil
+}
+
+// acquire finds or inserts the entry of fileNum and takes a reference on
+// it; loader reports whether the caller inserted it and must open it.
+func (c *Cache) acquire(fileNum uint64) (t *table, loader bool, err error) {
+	var evicted []*table
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return nil, false, ErrClosed
+	}
+	t = c.mu.tables[fileNum]
+	if t != nil {
+		c.unlink(t)
+	} else {
+		t = &table{fileNum: fileNum, refs: 1, ready: make(chan struct{})}
+		c.mu.tables[fileNum] = t
+		loader = true
+	}
+	c.pushFront(t)
+	t.refs++
+	for len(c.mu.tables) > c.maxOpen {
+		evicted = append(evicted, c.dropLocked(c.mu.lru.prev))
+	}
+	c.mu.Unlock()
+	for _, v := range evicted {
+		c.closeTable(v)
+	}
+	return t, loader, nil
+}
+
+// open opens the file of table fileNum and reads its footer and index.
+func (c *Cache) open(fileNum uint64, size int64) (*sstable.Reader, vfs.File, error) {
+	name := filename.Make(c.dir, filename.Table, fileNum)
+	f, err := c.fs.Open(name)
+	if errors.Is(err, os.ErrNotExist) {
+		// LevelDB before 1.14 named tables .sst.
+		sst := filepath.Join(c.dir, fmt.Sprintf("%06d.sst", fileNum))
+		if f2, err2 := c.fs.Open(sst); err2 == nil {
+			f, err, name = f2, nil, sst
+		}
+	}
+	if err != nil {
+		return nil, nil, errors.Wrapf(err, "tablecache: open table %06d", fileNum)
+	}
+	r, err := sstable.Open(f, size, sstable.ReaderOptions{
+		FileName: filepath.Base(name), FileNum: fileNum, Cache: c.blockCache,
+	})
+	if err != nil {
+		_ = f.Close() // the open error is the one that matters
+		return nil, nil, err
+	}
+	return r, f, nil
+}
+
+// NewIter returns an iterator over table fileNum (see Get); its Close
+// releases the table.
+func (c *Cache) NewIter(fileNum uint64, size int64) (iterator.Iterator, error) {
+	r, release, err := c.Get(fileNum, size)
+	if err != nil {
+		return nil, err
+	}
+	return &releasingIter{Iterator: r.NewIter(), release: release}, nil
+}
+
+// Evict drops table fileNum from the cache and its blocks from the block
+// cache; call it when the file is deleted. A reader in use stays open
+// until released (and its blocks are dropped again then).
+func (c *Cache) Evict(fileNum uint64) {
+	var toClose *table
+	c.mu.Lock()
+	if t := c.mu.tables[fileNum]; t != nil {
+		t.deleted = true
+		toClose = c.dropLocked(t)
+	}
+	c.mu.Unlock()
+	c.closeTable(toClose)
+	c.blockCache.EvictFile(fileNum)
+}
+
+// Close drops every table the cache holds; tables in use close when they
+// are released. Get and NewIter fail afterwards. Close returns the first
+// error from closing a file; calling it again returns nil.
+func (c *Cache) Close() error {
+	var toClose []*table
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.closed = true
+	for _, t := range c.mu.tables {
+		if v := c.dropLocked(t); v != nil {
+			toClose = append(toClose, v)
+		}
+	}
+	c.mu.Unlock()
+	var err error
+	for _, t := range toClose {
+		err = errors.CombineErrors(err, c.closeTable(t))
+	}
+	return err
+}
+
+// unref drops one reference to t, closing it if that was the last.
+func (c *Cache) unref(t *table) {
+	c.mu.Lock()
+	toClose := c.unrefLocked(t)
+	c.mu.Unlock()
+	c.closeTable(toClose)
+}
+
+// unrefLocked drops one reference to t and returns t if it must now be
+// closed (by closeTable, outside the lock), else nil.
+func (c *Cache) unrefLocked(t *table) *table {
+	t.refs--
+	if t.refs > 0 {
+		return nil
+	}
+	return t
+}
+
+// closeTable closes the file of a table nobody references. t may be nil.
+func (c *Cache) closeTable(t *table) error {
+	if t == nil {
+		return nil
+	}
+	var err error
+	if t.file != nil {
+		_ = t.reader.Close()
+		err = t.file.Close()
+	}
+	if t.deleted {
+		c.blockCache.EvictFile(t.fileNum)
+	}
+	return err
+}
+
+// dropLocked takes t out of the map and the LRU list and drops the
+// cache's reference; it returns t if t must now be closed, else nil.
+func (c *Cache) dropLocked(t *table) *table {
+	delete(c.mu.tables, t.fileNum)
+	c.unlink(t)
+	return c.unrefLocked(t)
+}
+
+func (c *Cache) unlink(t *table) {
+	t.prev.next = t.next
+	t.next.prev = t.prev
+	t.prev, t.next = nil, nil
+}
+
+func (c *Cache) pushFront(t *table) {
+	t.prev = &c.mu.lru
+	t.next = c.mu.lru.next
+	c.mu.lru.next.prev = t
+	c.mu.lru.next = t
+}
+
+// releasingIter releases its table when closed.
+type releasingIter struct {
+	iterator.Iterator
+	release func()
+}
+
+// Close closes the table iterator and releases the table; safe twice.
+func (it *releasingIter) Close() error {
+	err := it.Iterator.Close()
+	it.release()
+	return err
+}
