@@ -129,3 +129,24 @@ func TestRangeEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestRangeTornTail: a torn tail is reported once, by the range that holds
+// the start of the torn record, wherever the ranges split.
+func TestRangeTornTail(t *testing.T) {
+	log := writeLog(t, []byte("a"), bigString("big", 3*bs))
+	log = log[:2*bs+100]
+	seq := readLog(log)
+	want := wal.Drop{Offset: 8, Bytes: int64(len(log)) - 8, Reason: "incomplete record", TornTail: true}
+	if len(seq.drops) != 1 || seq.drops[0] != want {
+		t.Fatalf("sequential drops %v, want %v", seq.drops, want)
+	}
+	for _, cut := range []int64{1, 8, 9, bs - 7, bs, bs + 3, 2 * bs, 2*bs + 50} {
+		var drops []wal.Drop
+		for _, rg := range [][2]int64{{0, cut}, {cut, int64(len(log))}} {
+			drops = append(drops, readRange(log, rg[0], rg[1]).drops...)
+		}
+		if len(drops) != 1 || drops[0] != want {
+			t.Fatalf("split at %d: drops %v, want %v", cut, drops, want)
+		}
+	}
+}

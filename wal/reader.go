@@ -32,8 +32,10 @@ type Reader struct {
 
 	// Records are yielded when their first fragment starts in [start, end).
 	start, end int64
-	// resync skips MIDDLE and LAST fragments of a record begun before start.
-	resync bool
+	// foreign is set when the scan may be inside a record begun before
+	// start (or before the first block read): its MIDDLE and LAST
+	// fragments, and a torn tail within it, are not this reader's to report.
+	foreign bool
 
 	// cur is the last step of the physical scan; when unread is set, the
 	// next read returns it again.
@@ -50,7 +52,7 @@ type Reader struct {
 	rec     []byte // the fragmented record being assembled by Next
 	lastOff int64
 	err     error // sticky: io.EOF, a *CorruptionError (strict) or a read error
-	stream  *recordStream
+	stream  stream
 }
 
 // NewReader returns a Reader of the log that r holds, from r's current
@@ -74,7 +76,7 @@ func NewRangeReader(r io.ReaderAt, start, end int64, opts ...ReaderOption) *Read
 	start = max(start, 0)
 	base := start - start%BlockSize
 	rd := newReader(io.NewSectionReader(r, base, math.MaxInt64-base), base, start, end, opts)
-	rd.resync = start > 0
+	rd.foreign = base > 0
 	if end <= start {
 		rd.err = io.EOF
 	}
@@ -154,9 +156,6 @@ func (r *Reader) startRecord() bool {
 		p := r.read()
 		switch p.kind {
 		case physFragment:
-			if p.off < r.start {
-				continue
-			}
 			if p.off >= r.end {
 				r.err = io.EOF
 				return false
@@ -173,9 +172,12 @@ func (r *Reader) startRecord() bool {
 				r.err = io.EOF
 				return false
 			}
+			r.foreign = false // a sequential reader drops any record under way
 			r.report(p.off, p.span, p.reason, false)
 		case physTorn:
-			r.report(p.off, p.span, p.reason, true)
+			if !r.foreign { // else it tears a record begun before start
+				r.report(p.off, p.span, p.reason, true)
+			}
 			r.err = io.EOF
 		case physEOF:
 			r.err = io.EOF
@@ -187,20 +189,25 @@ func (r *Reader) startRecord() bool {
 }
 
 // startFragment reports whether the checksum-verified fragment p begins a
-// record; if it does not, it is skipped or dropped.
+// record to yield; if it does not, it is skipped or dropped. Fragments
+// before start are only followed, to know whether what comes next continues
+// a record begun before start.
 func (r *Reader) startFragment(p *phys) bool {
+	before := p.off < r.start
 	switch p.typ {
-	case FullType, FirstType:
-		r.resync = false
-		return true
+	case FullType:
+		r.foreign = false
+		return !before
+	case FirstType:
+		r.foreign = before
+		return !before
 	case MiddleType, LastType:
-		if r.resync {
-			r.resync = p.typ == MiddleType
-			return false
+		if !r.foreign {
+			r.report(p.off, p.span, "missing start of fragmented record", false)
 		}
-		r.report(p.off, p.span, "missing start of fragmented record", false)
+		r.foreign = r.foreign && p.typ == MiddleType
 	default:
-		r.resync = false
+		r.foreign = false
 		r.report(p.off, p.span, unknownType(p.typ), false)
 	}
 	return false

@@ -14,7 +14,8 @@ import "io"
 func (r *Reader) NextReader() (io.Reader, error) {
 	r.endStream()
 	for r.startRecord() {
-		s := &recordStream{r: r, data: r.cur.data, last: r.cur.typ == FullType}
+		s := &r.stream
+		s.data, s.last = r.cur.data, r.cur.typ == FullType
 		off := r.cur.off
 		if !s.last {
 			r.beginFragmented()
@@ -32,66 +33,77 @@ func (r *Reader) NextReader() (io.Reader, error) {
 				}
 			}
 		}
-		r.stream = s
+		s.seq++
+		s.active, s.err = true, nil
 		r.lastOff = off
-		return s, nil
+		return recordReader{r, s.seq}, nil
 	}
 	return nil, r.err
 }
 
-// recordStream is the reader NextReader returns.
-type recordStream struct {
-	r    *Reader
-	data []byte // the unread rest of the current fragment's payload
-	last bool   // the current fragment is the record's last
-	err  error  // sticky: io.EOF at the record's end, or why it was cut
+// stream is the state of the record NextReader last handed out.
+type stream struct {
+	seq    uint64 // counts the records handed out
+	active bool   // the record may have unread fragments
+	data   []byte // the unread rest of the current fragment's payload
+	last   bool   // the current fragment is the record's last
+	err    error  // sticky: io.EOF at the record's end, or why it was cut
+}
+
+// recordReader is the reader NextReader returns: a handle on the Reader's
+// stream, stale once seq moves on.
+type recordReader struct {
+	r   *Reader
+	seq uint64
 }
 
 // Read reads from the record, fetching fragments as it goes.
-func (s *recordStream) Read(b []byte) (int, error) {
-	if s.r.stream != s {
+func (h recordReader) Read(b []byte) (int, error) {
+	s := &h.r.stream
+	if !s.active || s.seq != h.seq {
 		return 0, errStale
 	}
 	for len(s.data) == 0 {
 		if s.err != nil {
 			return 0, s.err
 		}
-		s.advance()
+		h.r.advance()
 	}
 	n := copy(b, s.data)
 	s.data = s.data[n:]
 	return n, nil
 }
 
-// advance moves to the record's next fragment, or ends the stream.
-func (s *recordStream) advance() {
+// advance moves the stream to its record's next fragment, or ends it.
+func (r *Reader) advance() {
+	s := &r.stream
 	if s.last {
 		s.err = io.EOF
 		return
 	}
-	data, st := s.r.continueRecord()
+	data, st := r.continueRecord()
 	switch st {
 	case contMore:
 		s.data = data
 	case contLast:
 		s.data, s.last = data, true
 	case contCut:
-		s.err = s.r.cutErr
+		s.err = r.cutErr
 	case contFail:
-		s.err = s.r.err
+		s.err = r.err
 	}
 }
 
 // endStream skips the unread rest of the streamed record, if any, so that
 // the scan resumes after it; damage found there is reported as usual.
 func (r *Reader) endStream() {
-	s := r.stream
-	if s == nil {
+	s := &r.stream
+	if !s.active {
 		return
 	}
 	for s.err == nil {
 		s.data = nil
-		s.advance()
+		r.advance()
 	}
-	r.stream = nil
+	s.active, s.data = false, nil
 }
