@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"strings"
+)
+
+var helpCmd = &command{
+	name:    "help",
+	args:    "[COMMAND | escaping]",
+	summary: "show this help, a command's help, or how keys and values are escaped",
+	run:     runHelp,
+}
+
+func runHelp(e *env, c *command, args []string) error {
+	fs := e.newFlagSet(c.name)
+	rest, err := e.parse(c, fs, args, 0, 1)
+	if err != nil {
+		return err
+	}
+	if len(rest) == 0 {
+		return writeHelp(e.stdout, nil)
+	}
+	if rest[0] == "escaping" {
+		_, err := e.stdout.WriteString(escapingHelp)
+		return err
+	}
+	sub := lookup(rest[0])
+	if sub == nil {
+		return usageError(fmt.Sprintf("help: unknown command %q", rest[0]))
+	}
+	return sub.run(e, sub, []string{"-h"})
+}
+
+const helpHeader = `kvcli uses, inspects and tortures a shale database (or a LevelDB or
+goleveldb one: the files are the same).
+
+Usage: kvcli [--db DIR] [--hex | --escaped] COMMAND [flags] [ARGS]
+
+The database directory is --db DIR, or $KVCLI_DB. The global flags may also
+follow the command name. Read commands (get, scan, dump, stats, check, and
+the wal, sst and manifest dumps) change nothing on disk, and fail on a
+directory that holds no database; put and load create one.
+
+Commands:
+`
+
+const helpFooter = `
+Global flags:
+  --db DIR     the database directory (default $KVCLI_DB)
+  --hex        keys and values, in arguments and in output, are hex
+  --escaped    key and value arguments are written in kvcli's escaped form
+               (as scan prints them); without it, arguments are taken as is
+
+Keys and values print as they are when they are printable UTF-8, escaped
+otherwise; "kvcli help escaping" gives the exact rules and the JSON form.
+
+Exit status:
+  0  success
+  1  get: the key has no value
+  2  usage error (bad command, flag or argument)
+  3  any other failure: the database is locked, missing or damaged,
+     check found damage, crashtest lost writes, an I/O error
+Errors are one line on stderr, "kvcli: CAUSE".
+
+Run "kvcli COMMAND -h" or "kvcli help COMMAND" for a command's flags.
+`
+
+const escapingHelp = `Escaping: how kvcli writes keys and values as text
+
+scan, dump, get and the file dumps write a key or value as follows, and load
+and --escaped arguments read the same form back:
+  - a printable UTF-8 character (a letter, mark, number, punctuation,
+    symbol, or the ASCII space) stands for itself, except the backslash,
+    which is written \\
+  - tab, newline and carriage return are written \t, \n and \r
+  - every other byte (control characters, other non-printable characters,
+    bytes that are not valid UTF-8) is written \xNN: a backslash, x, and two
+    lower-case hex digits per byte.
+A backslash thus always begins an escape, and an escaped key or value holds
+no tab and no newline, so a KEY<TAB>VALUE line is unambiguous and
+
+    kvcli --db OLD dump | kvcli --db NEW load
+
+copies every key and value exactly, whatever bytes they hold. load accepts
+hex digits in either case and rejects any other escape; a trailing carriage
+return on a line (CRLF) is ignored.
+
+JSON lines (dump --json, load --json, scan --json): one object per entry.
+A key that is valid UTF-8 is the JSON string "key" (JSON's own escapes
+cover control characters); any other key is "key_base64", standard base64
+with padding. The value likewise: "value" or "value_base64". With --hex,
+every key and value is "key_hex" / "value_hex" instead. load takes exactly
+one of the three fields for the key and one for the value:
+    {"key":"user/1","value":"Ada"}
+    {"key":"bin","value_base64":"AP8="}
+
+--hex: keys and values are hex digits, in arguments, on stdin (put, load)
+and in all output: "kvcli --hex put 00ff 6869" sets the key 0x00 0xff.
+`
+
+// writeHelp prints the command list.
+func writeHelp(w *bufio.Writer, _ []string) error {
+	w.WriteString(helpHeader)
+	for _, c := range commands {
+		if c.hidden {
+			continue
+		}
+		fmt.Fprintf(w, "  %-34s %s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
+	}
+	_, err := w.WriteString(helpFooter)
+	if err != nil {
+		return err
+	}
+	return errHelpShown
+}
+
+// writeCommandHelp prints one command's help: synopsis, detail and flags.
+// fs is the command's flag set.
+func writeCommandHelp(w *bufio.Writer, c *command, fs *flag.FlagSet) error {
+	fmt.Fprintf(w, "Usage: kvcli %s\n\n%s\n", synopsis(c), c.summary)
+	if c.detail != "" {
+		fmt.Fprintf(w, "\n%s\n", c.detail)
+	}
+	fmt.Fprintf(w, "\nFlags:\n")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	return nil
+}
