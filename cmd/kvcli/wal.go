@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+
+	"github.com/shale-db/shale/internal/batchrepr"
+	"github.com/shale-db/shale/internal/ikey"
+)
+
+var walCmd = &command{
+	name:    "wal",
+	args:    "dump FILE",
+	summary: "list a write-ahead log's fragments and batches",
+	detail: `"wal dump FILE" lists each physical fragment of the log FILE (offset,
+type, length, whether its checksum holds), each damaged or torn stretch,
+and, after the fragment that completes each record, the batch it holds:
+its sequence number and its entries, one "SEQ PUT KEY VALUE" or "SEQ DEL
+KEY" line each, tab-separated and escaped as scan's output is. Values
+longer than 64 bytes are cut short unless --full is given. Works on the
+.log files of LevelDB and goleveldb too. Reads the file only.`,
+	run: runWAL,
+}
+
+func runWAL(e *env, c *command, args []string) error {
+	fs := e.newFlagSet(c.name)
+	full := fs.Bool("full", false, "print whole values")
+	file, err := e.parseDump(c, fs, args)
+	if err != nil {
+		return err
+	}
+	return dumpLogFile(e.stdout, file, func(w *bufio.Writer, rec []byte) {
+		e.writeBatch(w, rec, *full)
+	})
+}
+
+// writeBatch prints the batch in rec, or why it does not decode.
+func (e *env) writeBatch(w *bufio.Writer, rec []byte, full bool) {
+	r := batchrepr.NewReader(rec)
+	if r.Err() != nil {
+		fmt.Fprintf(w, "    damage: malformed batch: %v\n", r.Err())
+		return
+	}
+	fmt.Fprintf(w, "    batch: sequence %d, %d entries\n", r.Seq(), r.Count())
+	seq := r.Seq()
+	for {
+		kind, k, v, ok := r.Next()
+		if !ok {
+			break
+		}
+		fmt.Fprintf(w, "    %d\t%s\t%s", seq, kind, e.show(k))
+		if kind == ikey.KindSet {
+			fmt.Fprintf(w, "\t%s", e.clip(v, full))
+		}
+		w.WriteByte('\n')
+		seq++
+	}
+	if r.Err() != nil {
+		fmt.Fprintf(w, "    damage: malformed batch: %v\n", r.Err())
+	}
+}
+
+// clipLen is how much of a value the dumps show without --full.
+const clipLen = 64
+
+// clip formats v for a dump: whole with full, else its first clipLen bytes
+// and its length.
+func (e *env) clip(v []byte, full bool) string {
+	if full || len(v) <= clipLen {
+		return e.show(v)
+	}
+	return fmt.Sprintf("%s... (%d bytes)", e.show(v[:clipLen]), len(v))
+}
