@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/shale-db/shale/internal/filename"
+	"github.com/shale-db/shale/internal/ikey"
+	"github.com/shale-db/shale/sstable"
+)
+
+// compareUser compares the user keys of two internal keys.
+func compareUser(a, b []byte) int {
+	return bytes.Compare(ikey.UserKey(a), ikey.UserKey(b))
+}
+
+// checkTables verifies every table file in the directory, and that every
+// table the MANIFEST lists is one of them. names are the directory's
+// entries, nums the numbers of its table files.
+func (ck *checker) checkTables(names []string, nums []uint64, vs *versionState) {
+	onDisk := map[uint64]string{}
+	for _, name := range names {
+		if t, num, ok := filename.Parse(name); ok && t == filename.Table {
+			onDisk[num] = name
+		}
+	}
+	if vs != nil {
+		for _, t := range vs.sorted() {
+			if _, ok := onDisk[t.meta.Num]; !ok {
+				name := filename.Name(filename.Table, t.meta.Num)
+				ck.damage(name, 0, "missing: the MANIFEST lists it in L%d", t.level)
+			}
+		}
+	}
+	slices.Sort(nums)
+	for _, num := range nums {
+		var meta *liveTable
+		if vs != nil {
+			if t, ok := vs.tables[num]; ok {
+				meta = &t
+			}
+		}
+		ck.checkTable(onDisk[num], meta, vs)
+	}
+}
+
+// checkTable verifies one table file. meta is what the MANIFEST says of
+// it, nil if it does not list it.
+func (ck *checker) checkTable(name string, meta *liveTable, vs *versionState) {
+	path := filepath.Join(ck.dir, name)
+	f, err := os.Open(path)
+	if err != nil {
+		ck.damageErr(name, err)
+		return
+	}
+	defer f.Close()
+	ck.files++
+	fi, err := f.Stat()
+	if err != nil {
+		ck.damageErr(name, err)
+		return
+	}
+	size := fi.Size()
+	if meta != nil && meta.meta.Size != size {
+		ck.damage(name, min(size, meta.meta.Size), "file is %d bytes, the MANIFEST says %d", size, meta.meta.Size)
+	}
+	t, err := sstable.Open(f, size, sstable.ReaderOptions{FileName: name})
+	if err != nil {
+		ck.damageErr(name, err)
+		return
+	}
+	defer t.Close()
+	blocks, ok := ck.checkBlocks(name, t, f, size)
+	if ok {
+		ck.checkEntries(name, t, meta, vs)
+	}
+	state := "not in the MANIFEST: obsolete, to be deleted"
+	if meta != nil {
+		state = "L" + strconv.Itoa(meta.level)
+	} else if vs == nil {
+		state = "MANIFEST unreadable"
+	}
+	ck.ok(name, "%d blocks, checksums ok (%s)", blocks, state)
+}
+
+// checkBlocks verifies the checksum and decoding of every block Layout
+// knows of, then the checksum of any metaindex block it does not read (a
+// filter under another name). It reports whether all were sound.
+func (ck *checker) checkBlocks(name string, t *sstable.Reader, f *os.File, size int64) (int, bool) {
+	l, err := t.Layout()
+	if err != nil {
+		ck.damageErr(name, err)
+		return 0, false
+	}
+	sound := true
+	seen := map[sstable.BlockHandle]bool{}
+	for _, b := range l.Blocks {
+		seen[b.Handle] = true
+		if b.Err != nil {
+			ck.damageErr(name, b.Err)
+			sound = false
+		}
+	}
+	n := len(l.Blocks)
+	for _, m := range l.MetaIndex {
+		switch {
+		case !m.Valid:
+			ck.damage(name, int64(l.Footer.MetaIndex.Offset), "metaindex entry %q is not a block handle", m.Name)
+			sound = false
+		case !seen[m.Handle]:
+			n++
+			if reason := verifyRawBlock(f, size, m.Handle); reason != "" {
+				ck.damage(name, int64(m.Handle.Offset), "%s block: %s", m.Name, reason)
+				sound = false
+			}
+		}
+	}
+	return n, sound
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// verifyRawBlock checks the trailer checksum of the block at h, for blocks
+// the sstable package does not read. It returns what is wrong, or "".
+// The trailer and its masked crc32c are LevelDB's (see package sstable).
+func verifyRawBlock(f *os.File, size int64, h sstable.BlockHandle) string {
+	limit := uint64(size - sstable.FooterLen)
+	if h.Offset > limit || h.Length > limit-h.Offset || sstable.TrailerLen > limit-h.Offset-h.Length {
+		return "block handle " + h.String() + " lies outside the table"
+	}
+	buf := make([]byte, h.Length+sstable.TrailerLen)
+	if _, err := f.ReadAt(buf, int64(h.Offset)); err != nil {
+		return err.Error()
+	}
+	n := int(h.Length)
+	c := crc32.Update(0, castagnoli, buf[:n+1])
+	if masked := (c>>15 | c<<17) + 0xa282ead8; masked != binary.LittleEndian.Uint32(buf[n+1:]) {
+		return "block checksum mismatch"
+	}
+	return ""
+}
+
+// checkEntries iterates over the table: entries decode, come in strictly
+// increasing internal-key order, have a known kind, span exactly the key
+// range the MANIFEST records, and carry no sequence number above the
+// MANIFEST's last sequence (a reader would not see them).
+func (ck *checker) checkEntries(name string, t *sstable.Reader, meta *liveTable, vs *versionState) {
+	it := t.NewIter()
+	defer it.Close()
+	var first, prev []byte
+	var maxSeq uint64
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if _, _, _, valid := ikey.Parse(k); !valid {
+			ck.damage(name, -1, "entry %d: malformed internal key %x", n, k)
+			return
+		}
+		if n > 0 && ikey.Compare(prev, k) >= 0 {
+			ck.damage(name, -1, "entry %d (%s) is not after entry %d (%s)", n, ikeyText(k), n-1, ikeyText(prev))
+			return
+		}
+		if n == 0 {
+			first = append([]byte(nil), k...)
+		}
+		maxSeq = max(maxSeq, ikey.Seq(k))
+		prev = append(prev[:0], k...)
+		n++
+	}
+	if err := it.Err(); err != nil {
+		ck.damageErr(name, err)
+		return
+	}
+	if meta == nil {
+		return
+	}
+	if maxSeq > vs.lastSeq {
+		ck.damage(name, -1, "holds sequence number %d, above the MANIFEST's last sequence %d: readers would not see it", maxSeq, vs.lastSeq)
+	}
+	if n == 0 {
+		ck.damage(name, -1, "table is empty, the MANIFEST lists it with keys")
+		return
+	}
+	if ikey.Compare(first, meta.meta.Smallest) != 0 || ikey.Compare(prev, meta.meta.Largest) != 0 {
+		ck.damage(name, -1, "keys span [%s .. %s], the MANIFEST says [%s .. %s]",
+			ikeyText(first), ikeyText(prev), ikeyText(meta.meta.Smallest), ikeyText(meta.meta.Largest))
+	}
+}
+
+// ikeyText formats an internal key as "KEY#SEQ,KIND" with the user key
+// escaped.
+func ikeyText(k []byte) string { return formatIkey(k, escape) }
+
+// formatIkey formats an internal key as "KEY#SEQ,KIND", the user key
+// formatted by show.
+func formatIkey(k []byte, show func([]byte) string) string {
+	if !ikey.Valid(k) {
+		return fmt.Sprintf("(invalid internal key %x)", k)
+	}
+	return fmt.Sprintf("%s#%d,%s", show(ikey.UserKey(k)), ikey.Seq(k), ikey.KindOf(k))
+}
