@@ -1,0 +1,179 @@
+package shale
+
+import (
+	"sync"
+
+	"github.com/shale-db/shale/internal/batchrepr"
+)
+
+const batchHeaderLen = batchrepr.HeaderLen
+
+// A writer is one Write (or Flush) waiting in the commit queue.
+type writer struct {
+	repr  []byte // the batch encoding; nil for a flush request
+	sync  bool
+	flush bool // force a memtable switch; always committed alone
+	done  bool
+	err   error
+	cond  sync.Cond // on commitQueue.mu; signalled when done or leader
+}
+
+// commitQueue implements group commit. Writers queue up; the one at the
+// front (the leader) takes every compatible writer behind it, gives their
+// batches consecutive sequence numbers, appends them to the WAL as one
+// record, syncs at most once, applies them to the memtable, publishes the
+// new visible sequence number and wakes the others.
+type commitQueue struct {
+	mu    sync.Mutex
+	queue []*writer // queue[0] is the leader, or the next one
+	idle  sync.Cond // on mu; broadcast when queue becomes empty
+
+	// Owned by the leader.
+	lastSeq uint64 // the sequence number of the last entry committed
+	buf     []byte // the group's combined batch
+}
+
+// maxGroupBytes bounds the bytes one group commit writes; a small leader
+// takes at most smallGroupExtra bytes of followers, so that its own latency
+// stays low (LevelDB's rule).
+const (
+	maxGroupBytes   = 1 << 20
+	smallGroup      = 128 << 10
+	smallGroupExtra = 128 << 10
+)
+
+var writerPool = sync.Pool{New: func() any { return new(writer) }}
+
+// write commits one batch (or, with repr nil and flush set, a memtable
+// switch) and returns when it is durable as asked.
+func (q *commitQueue) write(db *DB, b *Batch, sync bool) error {
+	var repr []byte
+	if b != nil {
+		repr = b.repr
+	}
+	return q.enqueue(db, repr, sync, b == nil)
+}
+
+func (q *commitQueue) enqueue(db *DB, repr []byte, sync, flush bool) error {
+	w := writerPool.Get().(*writer)
+	*w = writer{repr: repr, sync: sync, flush: flush}
+	w.cond.L = &q.mu
+	defer writerPool.Put(w)
+
+	q.mu.Lock()
+	q.queue = append(q.queue, w)
+	for !w.done && q.queue[0] != w {
+		w.cond.Wait()
+	}
+	if w.done {
+		q.mu.Unlock()
+		return w.err
+	}
+	group := q.groupLocked()
+	q.mu.Unlock()
+
+	err := db.commitGroup(group)
+
+	q.mu.Lock()
+	for _, g := range group {
+		g.err, g.done = err, true
+		if g != w {
+			g.cond.Signal()
+		}
+	}
+	n := copy(q.queue, q.queue[len(group):])
+	clear(q.queue[n:])
+	q.queue = q.queue[:n]
+	if n > 0 {
+		q.queue[0].cond.Signal()
+	} else if q.idle.L != nil {
+		q.idle.Broadcast()
+	}
+	q.mu.Unlock()
+	return err
+}
+
+// groupLocked returns the leader, queue[0], and the writers behind it that
+// can share its commit: not flush requests, not Sync writes behind a
+// NoSync leader, within the byte budget.
+func (q *commitQueue) groupLocked() []*writer {
+	lead := q.queue[0]
+	if lead.flush {
+		return q.queue[:1]
+	}
+	limit := maxGroupBytes
+	if len(lead.repr) <= smallGroup {
+		limit = len(lead.repr) + smallGroupExtra
+	}
+	size, n := len(lead.repr), 1
+	for ; n < len(q.queue); n++ {
+		w := q.queue[n]
+		if w.flush || (w.sync && !lead.sync) || size+len(w.repr) > limit {
+			break
+		}
+		size += len(w.repr)
+	}
+	return q.queue[:n:n]
+}
+
+// drain waits until no write is queued or under way.
+func (q *commitQueue) drain() {
+	q.mu.Lock()
+	if q.idle.L == nil {
+		q.idle.L = &q.mu
+	}
+	for len(q.queue) > 0 {
+		q.idle.Wait()
+	}
+	q.mu.Unlock()
+}
+
+// commitGroup is the leader's work: make room, then WAL, sync, memtable,
+// publish. It runs with no lock held but the leader's turn.
+func (db *DB) commitGroup(group []*writer) error {
+	lead := group[0]
+	db.mu.Lock()
+	err := db.makeRoomLocked(lead.flush)
+	log, mem := db.mu.log, db.mu.mem
+	db.mu.Unlock()
+	if err != nil || lead.flush {
+		return err
+	}
+
+	q := &db.commit
+	repr := lead.repr
+	sync := lead.sync
+	if len(group) > 1 {
+		q.buf = append(q.buf[:0], repr...)
+		for _, w := range group[1:] {
+			q.buf = batchrepr.Append(q.buf, w.repr)
+			sync = sync || w.sync
+		}
+		repr = q.buf
+	}
+	seq := q.lastSeq + 1
+	batchrepr.SetSeq(repr, seq)
+	if err := log.append(repr, sync); err != nil {
+		return db.setBackgroundError(err)
+	}
+	if err := mem.Apply(repr, seq); err != nil {
+		return db.setBackgroundError(err)
+	}
+	q.lastSeq = seq + uint64(batchrepr.Count(repr)) - 1
+	db.vs.SetLastSequence(q.lastSeq) // the next MANIFEST edit records it
+	db.visibleSeq.Store(q.lastSeq)
+	return nil
+}
+
+// setBackgroundError records err as the reason every later write fails,
+// and returns it.
+func (db *DB) setBackgroundError(err error) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.mu.bgErr == nil {
+		db.mu.bgErr = err
+		db.opts.Logger.Error("shale: writes stopped", "err", err)
+	}
+	db.mu.flushed.Broadcast()
+	return err
+}

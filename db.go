@@ -1,0 +1,154 @@
+// Package shale is an embedded, persistent, ordered key-value store: a
+// log-structured merge tree whose on-disk directory is LevelDB's, so that a
+// database written by shale opens in goleveldb and LevelDB, and theirs open
+// in shale.
+//
+// Writes go to a write-ahead log (package wal, LevelDB's record format)
+// and then to an in-memory B-tree (the memtable); full memtables are
+// flushed to sorted tables (package sstable) recorded in a MANIFEST.
+//
+// A *DB is safe for concurrent use by many goroutines. Batches, iterators
+// and snapshots are each used by one goroutine at a time.
+package shale
+
+import (
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shale-db/shale/internal/cache"
+	"github.com/shale-db/shale/internal/manifest"
+	"github.com/shale-db/shale/internal/tablecache"
+	"github.com/shale-db/shale/internal/vfs"
+	"github.com/shale-db/shale/memtable"
+)
+
+// DB is an open database. Open returns one; Close releases it.
+type DB struct {
+	dir  string
+	opts Options
+	fs   vfs.FS
+	lock io.Closer
+
+	vs         *manifest.VersionSet
+	blockCache *cache.Cache
+	tables     *tablecache.Cache
+	recovery   RecoveryReport
+
+	// visibleSeq is the sequence number of the newest write that readers
+	// may see: every batch at or below it has been applied whole.
+	visibleSeq atomic.Uint64
+	commit     commitQueue
+
+	mu struct {
+		sync.Mutex
+		// mem takes the writes; imm, if not nil, is being flushed.
+		mem, imm *memtable.Memtable
+		// log is the WAL that mem's writes go to; nil when read-only.
+		log    *logFile
+		closed bool
+		// bgErr, once set, fails every later write: a flush or WAL
+		// write failed and the state on disk is not what memory holds.
+		bgErr error
+		// flushed is broadcast when imm becomes nil or bgErr is set.
+		flushed sync.Cond
+		// snapshots holds the sequence numbers of open snapshots.
+		snapshots snapshotList
+	}
+	// bgWake wakes the background loop; bgDone closes when it exits.
+	bgWake chan struct{}
+	bgDone chan struct{}
+}
+
+// Put sets key to value. Both are copied.
+func (db *DB) Put(key, value []byte, d Durability) error {
+	var b Batch
+	b.repr = make([]byte, 0, batchHeaderLen+len(key)+len(value)+16)
+	b.Put(key, value)
+	return db.Write(&b, d)
+}
+
+// Delete removes key. Deleting a key that has no value is not an error.
+func (db *DB) Delete(key []byte, d Durability) error {
+	var b Batch
+	b.repr = make([]byte, 0, batchHeaderLen+len(key)+8)
+	b.Delete(key)
+	return db.Write(&b, d)
+}
+
+// Write applies the batch atomically: after a crash the database holds all
+// of it or none of it. An empty batch is a no-op. When Write returns nil the
+// batch has reached the operating system (d == NoSync) or the disk
+// (d == Sync), and it is visible to every read that starts afterwards.
+func (db *DB) Write(b *Batch, d Durability) error {
+	if d != Sync && d != NoSync {
+		return errors.Newf("shale: invalid durability %d", int(d))
+	}
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	if b == nil || b.Len() == 0 {
+		return db.checkOpen()
+	}
+	return db.commit.write(db, b, d == Sync)
+}
+
+// Get returns a copy of the value of key, or an error matching ErrNotFound
+// if it has none.
+func (db *DB) Get(key []byte) ([]byte, error) {
+	if err := db.checkOpen(); err != nil {
+		return nil, err
+	}
+	return db.get(key, db.visibleSeq.Load())
+}
+
+func (db *DB) checkOpen() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.mu.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Recovery returns what Open found in the write-ahead logs it replayed.
+func (db *DB) Recovery() RecoveryReport { return db.recovery }
+
+// Close waits for writes and a flush under way, stops the background work
+// and releases the directory. Data acknowledged by a write is already in
+// the write-ahead log, so Close does not need to flush the memtable. Using
+// the DB after Close returns ErrClosed; a second Close returns ErrClosed.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	if db.mu.closed {
+		db.mu.Unlock()
+		return ErrClosed
+	}
+	db.mu.closed = true
+	db.mu.flushed.Broadcast()
+	db.mu.Unlock()
+
+	// Wait for the commit in progress, if any, by taking a turn in the
+	// queue: every later write sees closed and fails.
+	db.commit.drain()
+	var err error
+	if db.bgWake != nil {
+		close(db.bgWake)
+		<-db.bgDone
+	}
+	db.mu.Lock()
+	if db.mu.log != nil {
+		err = errors.CombineErrors(err, db.mu.log.close())
+		db.mu.log = nil
+	}
+	db.mu.Unlock()
+	if db.tables != nil {
+		err = errors.CombineErrors(err, db.tables.Close())
+	}
+	if db.vs != nil {
+		err = errors.CombineErrors(err, db.vs.Close())
+	}
+	err = errors.CombineErrors(err, db.lock.Close())
+	return err
+}

@@ -1,0 +1,186 @@
+package shale
+
+import (
+	"bytes"
+	"iter"
+
+	"github.com/shale-db/shale/internal/dbiter"
+)
+
+// IterOptions bound an iterator to a key range. A nil *IterOptions, and a
+// nil bound, mean no bound.
+type IterOptions struct {
+	// LowerBound is the smallest key the iterator returns (inclusive).
+	LowerBound []byte
+	// UpperBound is the key the iterator stops before (exclusive).
+	UpperBound []byte
+}
+
+// PrefixOptions returns the bounds of the keys that start with prefix.
+func PrefixOptions(prefix []byte) *IterOptions {
+	return &IterOptions{LowerBound: bytes.Clone(prefix), UpperBound: prefixSuccessor(prefix)}
+}
+
+// prefixSuccessor returns the smallest key greater than every key with the
+// given prefix, or nil if there is none (the prefix is all 0xff bytes).
+func prefixSuccessor(prefix []byte) []byte {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] != 0xff {
+			s := bytes.Clone(prefix[:i+1])
+			s[i]++
+			return s
+		}
+	}
+	return nil
+}
+
+// Iterator walks the keys of a DB or Snapshot in order, in either
+// direction. It sees the database as of its creation: writes that happen
+// later are invisible to it. The files it reads stay on disk until Close.
+//
+// Positioning methods (First, Last, SeekGE, SeekLT, Next, Prev) report
+// whether the iterator stands at an entry; when one returns false, the
+// iteration is over or failed, and Err says which. The slices returned by
+// Key and Value are valid until the next positioning call or Close; copy
+// them to keep them.
+//
+// An Iterator is not safe for concurrent use. Close it when done: it pins
+// files and memory.
+type Iterator struct {
+	it     *dbiter.Iter
+	done   func() // releases what the iterator pins; nil once called
+	err    error  // set when the iterator could not be created
+	closed bool
+}
+
+// NewIterator returns an iterator over the database as of now, within the
+// bounds of o (nil for everything).
+func (db *DB) NewIterator(o *IterOptions) *Iterator {
+	return db.newIterator(o, db.visibleSeq.Load())
+}
+
+// First moves to the first key within the bounds.
+func (it *Iterator) First() bool { return it.ok() && it.it.First() }
+
+// Last moves to the last key within the bounds.
+func (it *Iterator) Last() bool { return it.ok() && it.it.Last() }
+
+// SeekGE moves to the first key >= key (and within the bounds).
+func (it *Iterator) SeekGE(key []byte) bool { return it.ok() && it.it.SeekGE(key) }
+
+// SeekLT moves to the last key < key (and within the bounds).
+func (it *Iterator) SeekLT(key []byte) bool { return it.ok() && it.it.SeekLT(key) }
+
+// Next moves to the following key.
+func (it *Iterator) Next() bool { return it.ok() && it.it.Next() }
+
+// Prev moves to the preceding key.
+func (it *Iterator) Prev() bool { return it.ok() && it.it.Prev() }
+
+// Key returns the current key. See the type's doc for how long it is valid.
+func (it *Iterator) Key() []byte {
+	if !it.ok() {
+		return nil
+	}
+	return it.it.Key()
+}
+
+// Value returns the current value. See the type's doc for how long it is
+// valid.
+func (it *Iterator) Value() []byte {
+	if !it.ok() {
+		return nil
+	}
+	return it.it.Value()
+}
+
+// Err returns the error that stopped the iteration, if any. Damage on disk
+// matches ErrCorruption; use after Close matches ErrClosed.
+func (it *Iterator) Err() error {
+	if it.err != nil {
+		return it.err
+	}
+	if it.closed {
+		return ErrClosed
+	}
+	return markCorruption(it.it.Err())
+}
+
+// Close releases the iterator and returns Err's value from before Close,
+// ignoring ErrClosed. Closing twice is safe.
+func (it *Iterator) Close() error {
+	if it.closed {
+		return it.err
+	}
+	it.closed = true
+	err := markCorruption(it.it.Close())
+	if it.done != nil {
+		it.done()
+		it.done = nil
+	}
+	if it.err == nil {
+		it.err = err
+	}
+	return it.err
+}
+
+func (it *Iterator) ok() bool { return !it.closed && it.err == nil }
+
+// Entry is one key and its value, as All and Backward yield them. The
+// slices are valid only until the loop body returns; copy them to keep
+// them.
+type Entry struct {
+	Key, Value []byte
+}
+
+// All returns the entries within the bounds of o in ascending key order,
+// for use with range:
+//
+//	for e, err := range db.All(nil) {
+//		if err != nil {
+//			return err
+//		}
+//		use(e.Key, e.Value)
+//	}
+//
+// The error is the second value of every step, so it cannot be lost
+// without the caller writing _ for it: the compiler rejects an unused
+// range variable. After an error the sequence ends. Stopping the loop
+// early (break) closes the underlying iterator.
+func (db *DB) All(o *IterOptions) iter.Seq2[Entry, error] {
+	return seqOf(func() *Iterator { return db.NewIterator(o) }, false)
+}
+
+// Backward is All in descending key order.
+func (db *DB) Backward(o *IterOptions) iter.Seq2[Entry, error] {
+	return seqOf(func() *Iterator { return db.NewIterator(o) }, true)
+}
+
+// All is DB.All over the snapshot's view.
+func (s *Snapshot) All(o *IterOptions) iter.Seq2[Entry, error] {
+	return seqOf(func() *Iterator { return s.NewIterator(o) }, false)
+}
+
+// Backward is DB.Backward over the snapshot's view.
+func (s *Snapshot) Backward(o *IterOptions) iter.Seq2[Entry, error] {
+	return seqOf(func() *Iterator { return s.NewIterator(o) }, true)
+}
+
+func seqOf(open func() *Iterator, reverse bool) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		it := open()
+		start, step := it.First, it.Next
+		if reverse {
+			start, step = it.Last, it.Prev
+		}
+		for ok := start(); ok; ok = step() {
+			if !yield(Entry{Key: it.Key(), Value: it.Value()}, nil) {
+				it.Close()
+				return
+			}
+		}
+		if err := it.Close(); err != nil {
+			yield(Entry{}, err)
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package shale
+
+import (
+	"path/filepath"
+
+	"github.com/shale-db/shale/internal/filename"
+)
+
+// deleteObsoleteFiles removes the files no live version needs: WALs older
+// than the MANIFEST's log number, tables that no version references,
+// MANIFESTs other than the current one, and leftover temporary files.
+// Files it does not recognise (goleveldb's CURRENT.bak, LOG.old, the lost/
+// directory) are left alone. Failures are logged, not returned: a file left
+// behind is retried at the next call.
+//
+// Only the goroutine that creates tables (Open, then the background loop)
+// calls it, so a table being written, not yet live, is never taken for
+// obsolete.
+func (db *DB) deleteObsoleteFiles() {
+	names, err := db.fs.List(db.dir)
+	if err != nil {
+		db.opts.Logger.Warn("shale: list directory for obsolete files", "err", err)
+		return
+	}
+	live := db.vs.LiveFiles()
+	logNum, manifestNum := db.vs.LogNumber(), db.vs.ManifestNumber()
+	removed := false
+	for _, name := range names {
+		t, num, ok := filename.Parse(name)
+		if !ok {
+			continue
+		}
+		var obsolete bool
+		switch t {
+		case filename.Log:
+			obsolete = num < logNum
+		case filename.Table:
+			_, isLive := live[num]
+			obsolete = !isLive
+		case filename.Manifest:
+			obsolete = num < manifestNum
+		case filename.Temp:
+			obsolete = true
+		}
+		if !obsolete {
+			continue
+		}
+		if t == filename.Table {
+			db.tables.Evict(num)
+		}
+		if err := db.fs.Remove(filepath.Join(db.dir, name)); err != nil {
+			db.opts.Logger.Warn("shale: remove obsolete file", "file", name, "err", err)
+			continue
+		}
+		removed = true
+	}
+	if removed {
+		if err := db.syncDir(); err != nil {
+			db.opts.Logger.Warn("shale: sync directory after removing files", "err", err)
+		}
+	}
+}

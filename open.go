@@ -1,0 +1,201 @@
+package shale
+
+import (
+	stderrors "errors"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shale-db/shale/internal/cache"
+	"github.com/shale-db/shale/internal/filename"
+	"github.com/shale-db/shale/internal/manifest"
+	"github.com/shale-db/shale/internal/tablecache"
+	"github.com/shale-db/shale/internal/vfs"
+	"github.com/shale-db/shale/memtable"
+)
+
+// Open opens the database in dir, creating it (and dir) if there is none,
+// unless opts.ReadOnly is set. A nil opts means the defaults.
+//
+// Open takes the directory's LOCK (an error matching ErrLocked if another
+// DB holds it), loads the MANIFEST, replays the write-ahead logs it has not
+// seen according to opts.Recovery, makes what it replayed durable in a
+// table, retires those logs and starts a new one. What the replay found is
+// available from Recovery and logged to opts.Logger.
+func Open(dir string, opts *Options) (*DB, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return open(dir, o, vfs.OS())
+}
+
+func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
+	db := &DB{dir: dir, opts: o, fs: fsys}
+	db.mu.flushed.L = &db.mu.Mutex
+	if err := db.lockDir(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			db.abandon()
+		}
+	}()
+	if err := db.loadVersions(); err != nil {
+		return nil, err
+	}
+	db.blockCache = cache.New(o.CacheSize)
+	db.tables = tablecache.New(fsys, dir, db.blockCache, o.MaxOpenFiles)
+	rec, err := db.replayLogs()
+	if err != nil {
+		return nil, err
+	}
+	db.recovery = rec.report
+	db.logRecovery()
+	if o.ReadOnly {
+		db.mu.mem = rec.mem
+		db.commit.lastSeq = rec.lastSeq
+		db.visibleSeq.Store(rec.lastSeq)
+		return db, nil
+	}
+	if err := db.finishRecovery(rec); err != nil {
+		return nil, err
+	}
+	db.deleteObsoleteFiles()
+	db.bgWake = make(chan struct{}, 1)
+	db.bgDone = make(chan struct{})
+	go db.backgroundLoop()
+	return db, nil
+}
+
+// lockDir creates the directory if needed and takes its LOCK.
+func (db *DB) lockDir() error {
+	if db.opts.ReadOnly {
+		if _, err := db.fs.Stat(filename.Make(db.dir, filename.Current, 0)); err != nil {
+			if stderrors.Is(err, fs.ErrNotExist) {
+				return &noDatabaseError{dir: db.dir}
+			}
+			return errors.Wrap(err, "shale: open")
+		}
+	} else if err := db.createDir(); err != nil {
+		return err
+	}
+	l, err := db.fs.Lock(filename.Make(db.dir, filename.Lock, 0), db.opts.ReadOnly)
+	if err != nil {
+		if stderrors.Is(err, vfs.ErrLocked) {
+			return &lockedError{dir: db.dir}
+		}
+		return errors.Wrap(err, "shale: lock database")
+	}
+	db.lock = l
+	return nil
+}
+
+// createDir creates the database directory if it is missing, and then
+// syncs its parent so that the new directory entry is durable.
+func (db *DB) createDir() error {
+	if _, err := db.fs.Stat(db.dir); err == nil {
+		return nil
+	}
+	if err := db.fs.MkdirAll(db.dir, 0o755); err != nil {
+		return errors.Wrap(err, "shale: create database directory")
+	}
+	parent, err := db.fs.OpenDir(filepath.Dir(filepath.Clean(db.dir)))
+	if err != nil {
+		return errors.Wrap(err, "shale: open parent directory")
+	}
+	err = parent.Sync()
+	return errors.CombineErrors(errors.Wrap(err, "shale: sync parent directory"), parent.Close())
+}
+
+// loadVersions reads CURRENT and the MANIFEST it names, or creates a new
+// database if there is no CURRENT.
+func (db *DB) loadVersions() error {
+	_, err := db.fs.Stat(filename.Make(db.dir, filename.Current, 0))
+	switch {
+	case err == nil:
+		db.vs, err = manifest.Load(db.fs, db.dir, db.opts.ReadOnly)
+	case stderrors.Is(err, fs.ErrNotExist) && !db.opts.ReadOnly:
+		if err := db.checkNoTables(); err != nil {
+			return err
+		}
+		db.vs, err = manifest.Create(db.fs, db.dir)
+	}
+	return markCorruption(err)
+}
+
+// checkNoTables refuses to create a new database over the files of an old
+// one whose CURRENT is lost: that would orphan every table (LevelDB's
+// repair, not a silent new start, is the way back).
+func (db *DB) checkNoTables() error {
+	names, err := db.fs.List(db.dir)
+	if err != nil {
+		return errors.Wrap(err, "shale: list database directory")
+	}
+	for _, name := range names {
+		if t, _, ok := filename.Parse(name); ok && (t == filename.Table || t == filename.Manifest) {
+			return errors.Wrapf(ErrCorruption, "shale: %s has %s but no CURRENT", db.dir, name)
+		}
+	}
+	return nil
+}
+
+// finishRecovery makes the replayed writes durable in a table, starts a new
+// WAL, records both in the MANIFEST and retires the replayed logs (a log
+// that had damage is moved to lost/, not deleted).
+func (db *DB) finishRecovery(rec *replayResult) error {
+	edit := rec.edit
+	if !rec.mem.Empty() {
+		meta, err := db.writeTable(rec.mem.NewIter())
+		if err != nil {
+			return err
+		}
+		edit.AddFile(0, meta)
+	}
+	log, err := db.createLog(db.vs.NewFileNum())
+	if err != nil {
+		return err
+	}
+	db.mu.log = log
+	edit.SetLogNumber(log.num)
+	edit.SetPrevLogNumber(0)
+	db.vs.SetLastSequence(rec.lastSeq)
+	if err := db.vs.LogAndApply(edit); err != nil {
+		return err
+	}
+	if err := db.retireLogs(rec); err != nil {
+		return err
+	}
+	db.mu.mem = memtable.New()
+	db.commit.lastSeq = rec.lastSeq
+	db.visibleSeq.Store(rec.lastSeq)
+	return nil
+}
+
+// abandon releases what a failed Open acquired.
+func (db *DB) abandon() {
+	if db.mu.log != nil {
+		db.mu.log.close()
+	}
+	if db.tables != nil {
+		db.tables.Close()
+	}
+	if db.vs != nil {
+		db.vs.Close()
+	}
+	db.lock.Close()
+}
+
+// lockedError reports that another DB holds the directory.
+type lockedError struct{ dir string }
+
+func (e *lockedError) Error() string {
+	return "shale: database " + e.dir + " is locked by another process"
+}
+func (e *lockedError) Is(target error) bool { return target == ErrLocked }
+
+// noDatabaseError reports a read-only Open of a directory with no database.
+type noDatabaseError struct{ dir string }
+
+func (e *noDatabaseError) Error() string        { return "shale: no database in " + e.dir }
+func (e *noDatabaseError) Is(target error) bool { return target == fs.ErrNotExist }

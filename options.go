@@ -1,0 +1,146 @@
+package shale
+
+import (
+	"log/slog"
+
+	"github.com/cockroachdb/errors"
+)
+
+// Durability says how far a write must have gone before Put, Delete or
+// Write returns.
+type Durability int
+
+const (
+	// NoSync returns once the write has reached the operating system: it
+	// survives the process being killed (kill -9), not a power loss.
+	NoSync Durability = iota
+	// Sync returns once the write, and the directory entry of the log file
+	// it went to, have reached the disk: it survives a power loss.
+	Sync
+)
+
+// RecoveryMode says what Open does with a damaged write-ahead log.
+type RecoveryMode int
+
+const (
+	// SkipCorrupt replays every intact record and skips damaged blocks.
+	// It is the default.
+	SkipCorrupt RecoveryMode = iota
+	// PointInTime stops replaying at the first damage, so that what
+	// survives is a prefix of the writes.
+	PointInTime
+	// Strict fails Open on any damage other than a torn tail (a write cut
+	// short by a crash) at the end of the newest log.
+	Strict
+)
+
+// String returns the mode's name as written in this package.
+func (m RecoveryMode) String() string {
+	switch m {
+	case SkipCorrupt:
+		return "SkipCorrupt"
+	case PointInTime:
+		return "PointInTime"
+	case Strict:
+		return "Strict"
+	}
+	return "RecoveryMode(" + itoa(int(m)) + ")"
+}
+
+// Compression is the block compression of the tables the database writes.
+// Tables are read whatever compression they were written with.
+type Compression int
+
+const (
+	// SnappyCompression compresses blocks with snappy when that saves at
+	// least an eighth. It is the default.
+	SnappyCompression Compression = iota
+	// NoCompression writes blocks as they are.
+	NoCompression
+)
+
+// Default sizes, used when the corresponding Options field is zero.
+const (
+	DefaultWriteBufferSize = 4 << 20
+	DefaultCacheSize       = 8 << 20
+	DefaultMaxOpenFiles    = 500
+	DefaultBlockSize       = 4 << 10
+	DefaultBloomBitsPerKey = 10
+)
+
+// Options configure Open. The zero value (and a nil *Options) means the
+// defaults; Open fills and validates a copy once and never changes the
+// caller's.
+type Options struct {
+	// ReadOnly opens an existing database without changing anything on
+	// disk: no files are created, rewritten or deleted, and the lock is
+	// taken shared, so read-only opens exclude a writer but not each other.
+	// Open fails if there is no database. Writes fail with ErrReadOnly.
+	ReadOnly bool
+	// Recovery says how Open treats damage in the write-ahead logs.
+	Recovery RecoveryMode
+	// WriteBufferSize is the memtable size, in bytes, above which it is
+	// flushed to a table. Default DefaultWriteBufferSize.
+	WriteBufferSize int64
+	// CacheSize is the capacity of the block cache in bytes. Default
+	// DefaultCacheSize.
+	CacheSize int64
+	// MaxOpenFiles bounds the table files kept open. Default
+	// DefaultMaxOpenFiles.
+	MaxOpenFiles int
+	// BlockSize is the approximate size of a table's data blocks before
+	// compression. Default DefaultBlockSize.
+	BlockSize int
+	// BloomBitsPerKey sizes the bloom filters of new tables. Default
+	// DefaultBloomBitsPerKey.
+	BloomBitsPerKey int
+	// Compression of new tables' blocks. Default SnappyCompression.
+	Compression Compression
+	// Logger receives what recovery found and background errors. Nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// withDefaults returns a validated copy of o with zero fields filled.
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.Recovery < SkipCorrupt || c.Recovery > Strict {
+		return c, errors.Newf("shale: invalid recovery mode %d", int(c.Recovery))
+	}
+	if c.Compression < SnappyCompression || c.Compression > NoCompression {
+		return c, errors.Newf("shale: invalid compression %d", int(c.Compression))
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"WriteBufferSize", c.WriteBufferSize}, {"CacheSize", c.CacheSize},
+		{"MaxOpenFiles", int64(c.MaxOpenFiles)}, {"BlockSize", int64(c.BlockSize)},
+		{"BloomBitsPerKey", int64(c.BloomBitsPerKey)},
+	} {
+		if f.v < 0 {
+			return c, errors.Newf("shale: Options.%s is negative (%d)", f.name, f.v)
+		}
+	}
+	setDefault(&c.WriteBufferSize, DefaultWriteBufferSize)
+	setDefault(&c.CacheSize, DefaultCacheSize)
+	setDefault(&c.MaxOpenFiles, DefaultMaxOpenFiles)
+	setDefault(&c.BlockSize, DefaultBlockSize)
+	setDefault(&c.BloomBitsPerKey, DefaultBloomBitsPerKey)
+	if c.MaxOpenFiles < 16 {
+		c.MaxOpenFiles = 16
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+func setDefault[T int | int64](p *T, def T) {
+	if *p == 0 {
+		*p = def
+	}
+}

@@ -1,0 +1,138 @@
+package shale
+
+import (
+	"bytes"
+
+	"github.com/shale-db/shale/internal/dbiter"
+	"github.com/shale-db/shale/internal/ikey"
+	"github.com/shale-db/shale/internal/iterator"
+	"github.com/shale-db/shale/internal/leveliter"
+	"github.com/shale-db/shale/internal/manifest"
+	"github.com/shale-db/shale/internal/merging"
+	"github.com/shale-db/shale/memtable"
+)
+
+// readState is what a read needs: the memtables and a referenced version.
+type readState struct {
+	mem, imm *memtable.Memtable
+	v        *manifest.Version
+}
+
+// acquire returns the current read state with a reference on its version.
+// The memtables and the version are taken under one lock, so that a flush
+// finishing in between cannot hide the immutable memtable's entries.
+func (db *DB) acquire() (readState, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.mu.closed {
+		return readState{}, ErrClosed
+	}
+	return readState{mem: db.mu.mem, imm: db.mu.imm, v: db.vs.Current()}, nil
+}
+
+// get returns a copy of the newest value of key at or below seq.
+func (db *DB) get(key []byte, seq uint64) ([]byte, error) {
+	rs, err := db.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer rs.v.Unref()
+	for _, m := range []*memtable.Memtable{rs.mem, rs.imm} {
+		if m == nil {
+			continue
+		}
+		if v, found, deleted := m.Get(key, seq); deleted {
+			return nil, ErrNotFound
+		} else if found {
+			return bytes.Clone(v), nil
+		}
+	}
+	var buf [8]*manifest.FileMeta
+	for _, f := range rs.v.AppendL0Candidates(buf[:0], key) {
+		if v, done, err := db.getFromTable(f, key, seq); done {
+			return v, err
+		}
+	}
+	seek := ikey.SeekKey(key, seq)
+	for level := 1; level < manifest.NumLevels; level++ {
+		f := rs.v.FindFile(level, seek)
+		if f == nil {
+			continue
+		}
+		if v, done, err := db.getFromTable(f, key, seq); done {
+			return v, err
+		}
+	}
+	return nil, ErrNotFound
+}
+
+// getFromTable looks key up in one table. done reports whether the search
+// is over: the table held a version of key (a value, or ErrNotFound for a
+// deletion), or reading failed.
+func (db *DB) getFromTable(f *manifest.FileMeta, key []byte, seq uint64) (v []byte, done bool, err error) {
+	r, release, err := db.tables.Get(f.Num, f.Size)
+	if err != nil {
+		return nil, true, markCorruption(err)
+	}
+	defer release()
+	val, kind, found, err := r.Get(key, seq)
+	switch {
+	case err != nil:
+		return nil, true, markCorruption(err)
+	case !found:
+		return nil, false, nil
+	case kind == ikey.KindDelete:
+		return nil, true, ErrNotFound
+	}
+	return bytes.Clone(val), true, nil
+}
+
+// newIterator builds the iterator stack at seq: a merging iterator over
+// the memtables, each level-0 table and one level iterator per deeper
+// level, under a dbiter that hides sequence numbers and deletions.
+func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
+	rs, err := db.acquire()
+	if err != nil {
+		return &Iterator{err: err, closed: true}
+	}
+	var lower, upper []byte
+	if o != nil {
+		lower, upper = bytes.Clone(o.LowerBound), bytes.Clone(o.UpperBound)
+	}
+	iters := []iterator.Iterator{rs.mem.NewIter()}
+	if rs.imm != nil {
+		iters = append(iters, rs.imm.NewIter())
+	}
+	for _, f := range rs.v.Overlaps(0, lower, upper) {
+		iters = append(iters, db.tableIter(f))
+	}
+	for level := 1; level < manifest.NumLevels; level++ {
+		files := rs.v.Overlaps(level, lower, upper)
+		if len(files) > 0 {
+			iters = append(iters, leveliter.New(files, fileBounds, db.openTable))
+		}
+	}
+	v := rs.v
+	return &Iterator{
+		it:   dbiter.New(merging.New(iters...), seq, lower, upper),
+		done: v.Unref,
+	}
+}
+
+func fileBounds(f *manifest.FileMeta) (smallest, largest []byte) { return f.Smallest, f.Largest }
+
+// openTable opens an iterator over one table.
+func (db *DB) openTable(f *manifest.FileMeta) (iterator.Iterator, error) {
+	it, err := db.tables.NewIter(f.Num, f.Size)
+	return it, markCorruption(err)
+}
+
+// tableIter opens an iterator over one table; a failure to open becomes an
+// iterator that reports it.
+func (db *DB) tableIter(f *manifest.FileMeta) iterator.Iterator {
+	it, err := db.openTable(f)
+	if err != nil {
+		return iterator.Empty(err)
+	}
+	return it
+}

@@ -1,0 +1,238 @@
+package shale
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shale-db/shale/internal/batchrepr"
+	"github.com/shale-db/shale/internal/filename"
+	"github.com/shale-db/shale/internal/manifest"
+	"github.com/shale-db/shale/memtable"
+	"github.com/shale-db/shale/wal"
+)
+
+// RecoveryReport says what Open found in the write-ahead logs it replayed.
+type RecoveryReport struct {
+	// Mode is the recovery mode Open used.
+	Mode RecoveryMode
+	// Logs lists the replayed logs, oldest first.
+	Logs []LogRecovery
+}
+
+// LogRecovery is what the replay of one write-ahead log found.
+type LogRecovery struct {
+	// FileNum is the log's number: its name is FileNum as "%06d.log".
+	FileNum uint64
+	// Records is the number of records (batches) replayed.
+	Records int
+	// Drops lists the damage skipped, in file order. Each names the
+	// offset, the bytes dropped and the reason.
+	Drops []wal.Drop
+	// TornTail, if not nil, is the incomplete record at the end of the
+	// log, as a crash in the middle of a write leaves.
+	TornTail *wal.Drop
+	// Stopped is set when PointInTime recovery stopped in this log: the
+	// rest of it, and every later log, was not replayed.
+	Stopped bool
+	// MovedTo is where the log was moved, if it had damage; it is kept so
+	// that its bytes can still be examined.
+	MovedTo string
+}
+
+// Damaged reports whether replay dropped anything but a torn tail.
+func (l *LogRecovery) Damaged() bool { return len(l.Drops) > 0 || l.Stopped }
+
+// replayResult is what replayLogs hands to the rest of Open.
+type replayResult struct {
+	report  RecoveryReport
+	mem     *memtable.Memtable
+	edit    *manifest.VersionEdit // tables written during replay
+	lastSeq uint64
+}
+
+// replayLogs replays, in order, every WAL that the MANIFEST has not seen.
+// When writable, a memtable that fills during replay is written to a table
+// (recorded in the result's edit), so that memory stays bounded.
+func (db *DB) replayLogs() (*replayResult, error) {
+	nums, err := db.logsToReplay()
+	if err != nil {
+		return nil, err
+	}
+	res := &replayResult{
+		report:  RecoveryReport{Mode: db.opts.Recovery},
+		mem:     memtable.New(),
+		edit:    &manifest.VersionEdit{},
+		lastSeq: db.vs.LastSequence(),
+	}
+	stopped := false
+	for i, num := range nums {
+		lr := LogRecovery{FileNum: num}
+		if !stopped {
+			if err := db.replayLog(res, &lr, i == len(nums)-1); err != nil {
+				return nil, err
+			}
+			stopped = lr.Stopped
+		} else {
+			lr.Stopped = true
+		}
+		res.report.Logs = append(res.report.Logs, lr)
+	}
+	return res, nil
+}
+
+// logsToReplay lists the numbers of the WALs at or after the MANIFEST's log
+// number, ascending, and marks their numbers used.
+func (db *DB) logsToReplay() ([]uint64, error) {
+	names, err := db.fs.List(db.dir)
+	if err != nil {
+		return nil, errors.Wrap(err, "shale: list database directory")
+	}
+	var nums []uint64
+	for _, name := range names {
+		t, num, ok := filename.Parse(name)
+		if !ok {
+			continue
+		}
+		db.vs.MarkFileNumUsed(num)
+		if t == filename.Log && (num >= db.vs.LogNumber()) {
+			nums = append(nums, num)
+		}
+	}
+	slices.Sort(nums)
+	return nums, nil
+}
+
+// replayLog applies one WAL's records to res.mem per the recovery mode.
+func (db *DB) replayLog(res *replayResult, lr *LogRecovery, newest bool) error {
+	name := filename.Make(db.dir, filename.Log, lr.FileNum)
+	f, err := db.fs.Open(name)
+	if err != nil {
+		return errors.Wrapf(err, "shale: open log %s", filepath.Base(name))
+	}
+	defer f.Close()
+	damaged := false
+	r := wal.NewReader(f, wal.Named(filepath.Base(name)), wal.OnDrop(func(d wal.Drop) {
+		if d.TornTail {
+			lr.TornTail = &d
+			return
+		}
+		lr.Drops = append(lr.Drops, d)
+		damaged = true
+	}))
+	for {
+		rec, err := r.Next()
+		if err != nil && !errors.Is(err, io.EOF) {
+			return markCorruption(errors.Wrapf(err, "shale: read log %s", filepath.Base(name)))
+		}
+		if err != nil && lr.TornTail != nil && !newest {
+			// Only the newest log may end in a torn write: in an older
+			// one, what is missing was acknowledged before a later write.
+			d := *lr.TornTail
+			d.Reason = "torn write at the end of a log that is not the newest"
+			lr.Drops = append(lr.Drops, d)
+			damaged = true
+		}
+		if damaged {
+			if stop, err := db.onDamage(lr, name); stop || err != nil {
+				return err
+			}
+			damaged = false
+		}
+		if err != nil {
+			return nil
+		}
+		if stop, err := db.replayRecord(res, lr, rec, r.LastRecordOffset()); stop || err != nil {
+			return err
+		}
+	}
+}
+
+// onDamage applies the recovery mode to damage just found in log lr:
+// Strict fails, PointInTime stops, SkipCorrupt goes on.
+func (db *DB) onDamage(lr *LogRecovery, name string) (stop bool, err error) {
+	switch db.opts.Recovery {
+	case Strict:
+		d := lr.Drops[0] // Strict stops at the first damage
+		return true, errors.Wrapf(ErrCorruption, "shale: %s: %s at offset %d (%d bytes; Strict recovery)",
+			filepath.Base(name), d.Reason, d.Offset, d.Bytes)
+	case PointInTime:
+		lr.Stopped = true
+		return true, nil
+	}
+	return false, nil
+}
+
+// replayRecord decodes one WAL record as a batch and applies it. A record
+// whose checksum held but whose batch is malformed is damage like any
+// other.
+func (db *DB) replayRecord(res *replayResult, lr *LogRecovery, rec []byte, off int64) (stop bool, err error) {
+	n, err := batchrepr.Validate(rec)
+	if err != nil {
+		lr.Drops = append(lr.Drops, wal.Drop{Offset: off, Bytes: int64(len(rec)), Reason: fmt.Sprintf("malformed batch: %v", err)})
+		return db.onDamage(lr, filename.Make(db.dir, filename.Log, lr.FileNum))
+	}
+	if n == 0 {
+		return false, nil
+	}
+	seq := batchrepr.Seq(rec)
+	if err := res.mem.Apply(rec, seq); err != nil {
+		return true, markCorruption(err)
+	}
+	lr.Records++
+	res.lastSeq = max(res.lastSeq, seq+uint64(n)-1)
+	if !db.opts.ReadOnly && res.mem.ApproximateSize() >= db.opts.WriteBufferSize {
+		meta, err := db.writeTable(res.mem.NewIter())
+		if err != nil {
+			return true, err
+		}
+		res.edit.AddFile(0, meta)
+		res.mem = memtable.New()
+	}
+	return false, nil
+}
+
+// retireLogs removes the replayed logs now that their writes are in a
+// table; a log with damage is moved to lost/ instead.
+func (db *DB) retireLogs(rec *replayResult) error {
+	lost := filepath.Join(db.dir, "lost")
+	for i := range rec.report.Logs {
+		lr := &rec.report.Logs[i]
+		name := filename.Make(db.dir, filename.Log, lr.FileNum)
+		if !lr.Damaged() {
+			if err := db.fs.Remove(name); err != nil {
+				return errors.Wrap(err, "shale: remove replayed log")
+			}
+			continue
+		}
+		if err := db.fs.MkdirAll(lost, 0o755); err != nil {
+			return errors.Wrap(err, "shale: create lost/")
+		}
+		lr.MovedTo = filepath.Join(lost, filepath.Base(name))
+		if err := db.fs.Rename(name, lr.MovedTo); err != nil {
+			return errors.Wrap(err, "shale: move damaged log to lost/")
+		}
+	}
+	db.recovery = rec.report
+	return db.syncDir()
+}
+
+// logRecovery logs what recovery found, one line per log with damage.
+func (db *DB) logRecovery() {
+	for _, lr := range db.recovery.Logs {
+		for _, d := range lr.Drops {
+			db.opts.Logger.Warn("shale: recovery dropped damaged bytes", "log", lr.FileNum,
+				"offset", d.Offset, "bytes", d.Bytes, "reason", d.Reason, "mode", db.opts.Recovery.String())
+		}
+		if lr.Stopped {
+			db.opts.Logger.Warn("shale: point-in-time recovery stopped", "log", lr.FileNum)
+		}
+		if lr.TornTail != nil {
+			db.opts.Logger.Info("shale: log ends in a torn write", "log", lr.FileNum,
+				"offset", lr.TornTail.Offset, "bytes", lr.TornTail.Bytes)
+		}
+		db.opts.Logger.Info("shale: replayed log", "log", lr.FileNum, "records", lr.Records)
+	}
+}

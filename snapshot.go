@@ -1,0 +1,90 @@
+package shale
+
+// Snapshot is a consistent, read-only view of the database at the moment
+// NewSnapshot was called: later writes are invisible to it. A snapshot pins
+// only a sequence number; compaction keeps every version a snapshot can
+// see. Close it when done, or the database keeps those versions forever.
+//
+// A Snapshot is safe for concurrent use.
+type Snapshot struct {
+	db  *DB
+	seq uint64
+}
+
+// NewSnapshot returns a snapshot of the database as of now.
+func (db *DB) NewSnapshot() *Snapshot {
+	s := &Snapshot{db: db, seq: db.visibleSeq.Load()}
+	db.mu.Lock()
+	db.mu.snapshots.add(s)
+	db.mu.Unlock()
+	return s
+}
+
+// Get returns a copy of the value key had when the snapshot was taken, or
+// an error matching ErrNotFound.
+func (s *Snapshot) Get(key []byte) ([]byte, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.db.get(key, s.seq)
+}
+
+// NewIterator returns an iterator over the snapshot's view, with the same
+// bounds and guarantees as DB.NewIterator.
+func (s *Snapshot) NewIterator(o *IterOptions) *Iterator {
+	if err := s.check(); err != nil {
+		return &Iterator{err: err, closed: true}
+	}
+	return s.db.newIterator(o, s.seq)
+}
+
+// Close releases the snapshot. Closing twice returns ErrClosed.
+func (s *Snapshot) Close() error {
+	s.db.mu.Lock()
+	defer s.db.mu.Unlock()
+	if !s.db.mu.snapshots.remove(s) {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (s *Snapshot) check() error {
+	s.db.mu.Lock()
+	defer s.db.mu.Unlock()
+	if s.db.mu.closed || !s.db.mu.snapshots.has(s) {
+		return ErrClosed
+	}
+	return nil
+}
+
+// snapshotList is the set of open snapshots, guarded by DB.mu.
+type snapshotList struct {
+	m map[*Snapshot]struct{}
+}
+
+func (l *snapshotList) add(s *Snapshot) {
+	if l.m == nil {
+		l.m = make(map[*Snapshot]struct{})
+	}
+	l.m[s] = struct{}{}
+}
+
+func (l *snapshotList) remove(s *Snapshot) bool {
+	_, ok := l.m[s]
+	delete(l.m, s)
+	return ok
+}
+
+func (l *snapshotList) has(s *Snapshot) bool {
+	_, ok := l.m[s]
+	return ok
+}
+
+// oldest returns the smallest sequence number an open snapshot reads at,
+// or def if there is none. Compaction keeps what that sequence can see.
+func (l *snapshotList) oldest(def uint64) uint64 {
+	for s := range l.m {
+		def = min(def, s.seq)
+	}
+	return def
+}
