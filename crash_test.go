@@ -1,0 +1,277 @@
+//go:build unix
+
+package shale_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shale-db/shale"
+)
+
+// The crash test: the test binary re-runs itself as a child that writes
+// from several goroutines and prints every write that returned. The parent
+// SIGKILLs the child at a random moment, reopens the database and checks,
+// for every goroutine of every cycle, that the database holds exactly the
+// effect of its acknowledged operations, plus at most the one operation
+// that was in flight, applied whole.
+//
+// SHALE_CRASH_CYCLES sets the number of kills (default 20).
+
+const (
+	crashChildEnv   = "SHALE_CRASH_CHILD"
+	crashWriters    = 6
+	crashOpsPerKill = 1 << 30 // the child writes until it is killed
+)
+
+// crashOp is operation i of goroutine g in cycle c. Its keys and values are
+// derived from (c, g, i) alone, so parent and child agree on them.
+type crashOp struct {
+	puts    [][2]string // key, value
+	deletes []string
+	sync    shale.Durability
+}
+
+func crashKey(c, g, i, j int) string { return fmt.Sprintf("c%03d/g%02d/%07d/%d", c, g, i, j) }
+
+func makeCrashOp(c, g, i int) crashOp {
+	r := rand.New(rand.NewPCG(uint64(c)<<32|uint64(g), uint64(i)))
+	op := crashOp{sync: shale.Durability(r.IntN(8) / 7)} // one in 8 syncs
+	n := 1
+	if r.IntN(3) == 0 {
+		n = 2 + r.IntN(6) // a batch
+	}
+	for j := range n {
+		v := strings.Repeat(strconv.Itoa(i), 1+r.IntN(60)) // up to a few hundred bytes
+		op.puts = append(op.puts, [2]string{crashKey(c, g, i, j), v})
+	}
+	if i >= 3 && r.IntN(4) == 0 {
+		op.deletes = append(op.deletes, crashKey(c, g, i-3, 0))
+	}
+	return op
+}
+
+func (op crashOp) apply(db *shale.DB) error {
+	if len(op.puts) == 1 && len(op.deletes) == 0 {
+		return db.Put([]byte(op.puts[0][0]), []byte(op.puts[0][1]), op.sync)
+	}
+	var b shale.Batch
+	for _, kv := range op.puts {
+		b.Put([]byte(kv[0]), []byte(kv[1]))
+	}
+	for _, k := range op.deletes {
+		b.Delete([]byte(k))
+	}
+	return db.Write(&b, op.sync)
+}
+
+// applyTo applies op to a model of one goroutine's keys.
+func (op crashOp) applyTo(m map[string]string) {
+	for _, kv := range op.puts {
+		m[kv[0]] = kv[1]
+	}
+	for _, k := range op.deletes {
+		delete(m, k)
+	}
+}
+
+func crashOptions() *shale.Options {
+	return &shale.Options{WriteBufferSize: 48 << 10} // flushes during the kills
+}
+
+// runCrashChildIfAsked runs the writer, and exits, when the test binary was
+// re-executed by TestCrashRecovery. TestMain calls it first.
+func runCrashChildIfAsked() {
+	spec := os.Getenv(crashChildEnv)
+	if spec == "" {
+		return
+	}
+	crashChild(spec)
+	os.Exit(0)
+}
+
+// crashChild writes from crashWriters goroutines until it is killed,
+// printing "ack G I" after operation I of goroutine G returned.
+func crashChild(spec string) {
+	dir, cycleStr, _ := strings.Cut(spec, ",")
+	cycle, _ := strconv.Atoi(cycleStr)
+	db, err := shale.Open(dir, crashOptions())
+	if err != nil {
+		fmt.Printf("open-error %v\n", err)
+		os.Exit(1)
+	}
+	var mu sync.Mutex
+	out := bufio.NewWriter(os.Stdout)
+	var wg sync.WaitGroup
+	for g := range crashWriters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < crashOpsPerKill; i++ {
+				if err := makeCrashOp(cycle, g, i).apply(db); err != nil {
+					fmt.Printf("write-error %v\n", err)
+					os.Exit(1)
+				}
+				mu.Lock()
+				fmt.Fprintf(out, "ack %d %d\n", g, i)
+				out.Flush()
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test skipped in -short mode")
+	}
+	cycles := 20
+	if s := os.Getenv("SHALE_CRASH_CYCLES"); s != "" {
+		cycles, _ = strconv.Atoi(s)
+	}
+	dir := t.TempDir()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, seed))
+	// acked[c][g] is the number of operations goroutine g acknowledged in
+	// cycle c.
+	var acked [][crashWriters]int
+	totalAcked := 0
+	for c := range cycles {
+		acks := runCrashChild(t, dir, c, time.Duration(20+r.IntN(250))*time.Millisecond)
+		acked = append(acked, acks)
+		verifyCrashState(t, dir, acked)
+		for _, n := range acked[c] {
+			totalAcked += n
+		}
+	}
+	db := reopen(t, dir, nil)
+	if st, err := db.Stats(); err != nil || len(st.Tables) == 0 {
+		t.Fatalf("no tables after the kills (%v): flushes were not exercised", err)
+	}
+	t.Logf("%d kills, %d operations acknowledged, 0 lost", cycles, totalAcked)
+}
+
+// runCrashChild runs one writer child for cycle c, kills it after it has
+// written for about d, and returns how many operations each goroutine
+// acknowledged.
+func runCrashChild(t *testing.T, dir string, c int, d time.Duration) (acks [crashWriters]int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir+","+strconv.Itoa(c))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// A child that stops writing is killed anyway, and the test fails.
+	hung := time.AfterFunc(d+20*time.Second, func() { cmd.Process.Signal(syscall.SIGKILL) })
+	defer hung.Stop()
+	var timer <-chan time.Time
+	var other []string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		var g, i int
+		if _, err := fmt.Sscanf(sc.Text(), "ack %d %d", &g, &i); err != nil {
+			other = append(other, sc.Text()) // a line cut by the kill, or an error
+			continue
+		}
+		acks[g] = max(acks[g], i+1)
+		if timer == nil {
+			timer = time.After(d) // start the clock at the first write
+		}
+		select {
+		case <-timer:
+			cmd.Process.Signal(syscall.SIGKILL)
+			timer = make(chan time.Time) // never fires again
+		default:
+		}
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL || !hung.Stop() {
+		t.Fatalf("cycle %d: child did not die by our SIGKILL on time: %v; output: %q", c, err, other)
+	}
+	return acks
+}
+
+// verifyCrashState reopens the database and checks every goroutine of
+// every cycle: its keys must be exactly the model after its acknowledged
+// operations; in the newest cycle, the operation in flight at the kill may
+// also have been applied, whole, and is then counted as acknowledged.
+func verifyCrashState(t *testing.T, dir string, acked [][crashWriters]int) {
+	t.Helper()
+	db, err := shale.Open(dir, crashOptions())
+	if err != nil {
+		t.Fatalf("reopen after kill: %v", err)
+	}
+	defer db.Close()
+	for _, lr := range db.Recovery().Logs {
+		if lr.Damaged() {
+			t.Fatalf("a kill left damage, not just a torn tail: %+v", lr)
+		}
+	}
+	last := len(acked) - 1
+	for c := range acked {
+		for g, n := range acked[c] {
+			got := scanPrefix(t, db, fmt.Sprintf("c%03d/g%02d/", c, g))
+			if mapsEqual(got, crashModel(c, g, n)) {
+				continue
+			}
+			if c == last && mapsEqual(got, crashModel(c, g, n+1)) {
+				acked[c][g] = n + 1 // the op in flight survived, whole
+				continue
+			}
+			t.Fatalf("cycle %d goroutine %d: %d acknowledged ops; the database holds %d keys, matching neither the acknowledged state (%d keys) nor it plus the op in flight",
+				c, g, n, len(got), len(crashModel(c, g, n)))
+		}
+	}
+}
+
+// crashModel returns goroutine g's keys after its first n ops of cycle c.
+func crashModel(c, g, n int) map[string]string {
+	m := map[string]string{}
+	for i := range n {
+		makeCrashOp(c, g, i).applyTo(m)
+	}
+	return m
+}
+
+func scanPrefix(t *testing.T, db *shale.DB, prefix string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	for e, err := range db.All(shale.PrefixOptions([]byte(prefix))) {
+		if err != nil {
+			t.Fatalf("scan %q: %v", prefix, err)
+		}
+		m[string(e.Key)] = string(e.Value)
+	}
+	return m
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal([]byte(v), []byte(w)) {
+			return false
+		}
+	}
+	return true
+}

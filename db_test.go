@@ -1,0 +1,431 @@
+package shale_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/shale-db/shale"
+)
+
+// openDB opens a database in a new temporary directory and closes it when
+// the test ends.
+func openDB(t testing.TB, opts *shale.Options) (*shale.DB, string) {
+	t.Helper()
+	dir := t.TempDir()
+	return reopen(t, dir, opts), dir
+}
+
+// reopen opens the database in dir and closes it when the test ends, unless
+// the test closed it first.
+func reopen(t testing.TB, dir string, opts *shale.Options) *shale.DB {
+	t.Helper()
+	db, err := shale.Open(dir, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", dir, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func mustPut(t testing.TB, db *shale.DB, k, v string) {
+	t.Helper()
+	if err := db.Put([]byte(k), []byte(v), shale.NoSync); err != nil {
+		t.Fatalf("Put(%q): %v", k, err)
+	}
+}
+
+// wantGet checks that key has value want, or is absent if want is nil.
+func wantGet(t testing.TB, db interface{ Get([]byte) ([]byte, error) }, key string, want []byte) {
+	t.Helper()
+	got, err := db.Get([]byte(key))
+	switch {
+	case want == nil && !errors.Is(err, shale.ErrNotFound):
+		t.Fatalf("Get(%q) = %.40q, %v; want ErrNotFound", key, got, err)
+	case want != nil && err != nil:
+		t.Fatalf("Get(%q): %v; want %.40q", key, err, want)
+	case want != nil && !bytes.Equal(got, want):
+		t.Fatalf("Get(%q) = %.40q; want %.40q", key, got, want)
+	}
+}
+
+func TestPutGetDeleteOverwrite(t *testing.T) {
+	db, _ := openDB(t, nil)
+	wantGet(t, db, "a", nil)
+	mustPut(t, db, "a", "1")
+	mustPut(t, db, "b", "2")
+	wantGet(t, db, "a", []byte("1"))
+	mustPut(t, db, "a", "3")
+	wantGet(t, db, "a", []byte("3"))
+	if err := db.Delete([]byte("a"), shale.Sync); err != nil {
+		t.Fatal(err)
+	}
+	wantGet(t, db, "a", nil)
+	wantGet(t, db, "b", []byte("2"))
+	if err := db.Delete([]byte("never-written"), shale.NoSync); err != nil {
+		t.Fatalf("Delete of an absent key: %v", err)
+	}
+}
+
+func TestEmptyKeyAndValue(t *testing.T) {
+	db, dir := openDB(t, nil)
+	mustPut(t, db, "", "empty key")
+	mustPut(t, db, "k", "")
+	wantGet(t, db, "", []byte("empty key"))
+	wantGet(t, db, "k", []byte{})
+	db.Close()
+	db = reopen(t, dir, nil)
+	wantGet(t, db, "", []byte("empty key"))
+	wantGet(t, db, "k", []byte{})
+}
+
+func TestLargeValues(t *testing.T) {
+	db, dir := openDB(t, nil)
+	r := rand.New(rand.NewPCG(1, 2))
+	vals := map[string][]byte{}
+	for i, n := range []int{1 << 20, 3<<20 + 17, 32 << 10, 7} {
+		v := make([]byte, n)
+		for j := range v {
+			v[j] = byte(r.Uint32())
+		}
+		k := fmt.Sprintf("big%d", i)
+		vals[k] = v
+		if err := db.Put([]byte(k), v, shale.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(db *shale.DB) {
+		for k, v := range vals {
+			wantGet(t, db, k, v)
+		}
+	}
+	check(db)
+	db.Close()
+	db = reopen(t, dir, nil) // from the WAL (and the table recovery writes)
+	check(db)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	check(reopen(t, dir, nil))
+}
+
+func TestCallerMayReuseBuffers(t *testing.T) {
+	db, _ := openDB(t, nil)
+	k, v := []byte("key"), []byte("value")
+	if err := db.Put(k, v, shale.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	var b shale.Batch
+	bk, bv := []byte("bkey"), []byte("bval")
+	b.Put(bk, bv)
+	copy(k, "xxx")
+	copy(v, "yyyyy")
+	copy(bk, "zzzz")
+	copy(bv, "wwww")
+	if err := db.Write(&b, shale.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	wantGet(t, db, "key", []byte("value"))
+	wantGet(t, db, "bkey", []byte("bval"))
+	got, _ := db.Get([]byte("key"))
+	got[0] = 'X' // the caller owns what Get returns
+	wantGet(t, db, "key", []byte("value"))
+}
+
+func TestBatch(t *testing.T) {
+	var b shale.Batch
+	if b.Len() != 0 {
+		t.Fatalf("zero Batch has Len %d", b.Len())
+	}
+	b.Put([]byte("a"), []byte("1"))
+	b.Put([]byte("b"), []byte("2"))
+	b.Delete([]byte("a"))
+	if b.Len() != 3 {
+		t.Fatalf("Len = %d, want 3", b.Len())
+	}
+	db, _ := openDB(t, nil)
+	mustPut(t, db, "c", "old")
+	b.Delete([]byte("c"))
+	if err := db.Write(&b, shale.Sync); err != nil {
+		t.Fatal(err)
+	}
+	wantGet(t, db, "a", nil) // the later delete in the batch wins
+	wantGet(t, db, "b", []byte("2"))
+	wantGet(t, db, "c", nil)
+	b.Reset()
+	if b.Len() != 0 {
+		t.Fatalf("Len after Reset = %d", b.Len())
+	}
+	b.Put([]byte("d"), []byte("4"))
+	if err := db.Write(&b, shale.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	wantGet(t, db, "d", []byte("4"))
+	wantGet(t, db, "b", []byte("2"))
+	if err := db.Write(new(shale.Batch), shale.NoSync); err != nil {
+		t.Fatalf("empty batch: %v", err)
+	}
+	if err := db.Write(&b, shale.Durability(7)); err == nil {
+		t.Fatal("Write with an invalid durability succeeded")
+	}
+}
+
+func TestReopenKeepsEverything(t *testing.T) {
+	opts := &shale.Options{WriteBufferSize: 64 << 10}
+	db, dir := openDB(t, opts)
+	want := map[string]string{}
+	for i := range 5000 {
+		k, v := fmt.Sprintf("key%05d", i*7919%5000), strings.Repeat(fmt.Sprint(i), 20)
+		mustPut(t, db, k, v)
+		want[k] = v
+		if i%3 == 0 {
+			k := fmt.Sprintf("key%05d", i*31%5000)
+			if err := db.Delete([]byte(k), shale.NoSync); err != nil {
+				t.Fatal(err)
+			}
+			delete(want, k)
+		}
+	}
+	for round := range 3 {
+		for i := range 5000 {
+			k := fmt.Sprintf("key%05d", i)
+			if v, ok := want[k]; ok {
+				wantGet(t, db, k, []byte(v))
+			} else {
+				wantGet(t, db, k, nil)
+			}
+		}
+		db.Close()
+		db = reopen(t, dir, opts)
+		_ = round
+	}
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.ldb"))
+	if len(tables) < 2 {
+		t.Fatalf("a 64 KiB write buffer over ~1 MB of writes left %d tables; want flushes", len(tables))
+	}
+}
+
+func TestClosed(t *testing.T) {
+	db, _ := openDB(t, nil)
+	mustPut(t, db, "a", "1")
+	snap := db.NewSnapshot()
+	it := db.NewIterator(nil)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"Put":    db.Put([]byte("a"), []byte("2"), shale.NoSync),
+		"Delete": db.Delete([]byte("a"), shale.NoSync),
+		"Write":  db.Write(new(shale.Batch), shale.NoSync),
+		"Flush":  db.Flush(),
+		"Close":  db.Close(),
+	} {
+		if !errors.Is(err, shale.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+	if _, err := db.Get([]byte("a")); !errors.Is(err, shale.ErrClosed) {
+		t.Errorf("Get after Close: %v", err)
+	}
+	if _, err := snap.Get([]byte("a")); !errors.Is(err, shale.ErrClosed) {
+		t.Errorf("Snapshot.Get after Close: %v", err)
+	}
+	if it2 := db.NewIterator(nil); it2.First() || !errors.Is(it2.Err(), shale.ErrClosed) {
+		t.Errorf("NewIterator after Close: Err = %v", it2.Err())
+	}
+	it.Close()
+	it.Close()
+}
+
+func TestSecondOpenIsLocked(t *testing.T) {
+	db, dir := openDB(t, nil)
+	_, err := shale.Open(dir, nil)
+	if !errors.Is(err, shale.ErrLocked) {
+		t.Fatalf("second Open: %v, want ErrLocked", err)
+	}
+	if !strings.Contains(err.Error(), dir) {
+		t.Errorf("error %q does not name the directory", err)
+	}
+	if _, err := shale.Open(dir, &shale.Options{ReadOnly: true}); !errors.Is(err, shale.ErrLocked) {
+		t.Fatalf("read-only Open beside a writer: %v, want ErrLocked", err)
+	}
+	db.Close()
+	db2 := reopen(t, dir, nil)
+	db2.Close()
+}
+
+func TestReadOnly(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nothing-here")
+	if _, err := shale.Open(missing, &shale.Options{ReadOnly: true}); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("read-only Open of a missing directory: %v", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("read-only Open created the directory")
+	}
+	db, dir := openDB(t, nil)
+	mustPut(t, db, "a", "1")
+	db.Close() // leaves "a" in the WAL only
+	before := dirListing(t, dir)
+
+	ro1 := reopen(t, dir, &shale.Options{ReadOnly: true})
+	ro2 := reopen(t, dir, &shale.Options{ReadOnly: true}) // shared lock
+	wantGet(t, ro1, "a", []byte("1"))
+	wantGet(t, ro2, "a", []byte("1"))
+	if err := ro1.Put([]byte("b"), []byte("2"), shale.Sync); !errors.Is(err, shale.ErrReadOnly) {
+		t.Fatalf("Put on a read-only DB: %v", err)
+	}
+	if err := ro1.Flush(); !errors.Is(err, shale.ErrReadOnly) {
+		t.Fatalf("Flush on a read-only DB: %v", err)
+	}
+	if _, err := shale.Open(dir, nil); !errors.Is(err, shale.ErrLocked) {
+		t.Fatalf("writable Open beside read-only ones: %v, want ErrLocked", err)
+	}
+	ro1.Close()
+	ro2.Close()
+	if after := dirListing(t, dir); after != before {
+		t.Fatalf("read-only opens changed the directory:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// dirListing returns the names, sizes and modification times of dir's
+// files, to show that nothing changed.
+func dirListing(t testing.TB, dir string) string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range ents {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s:%d:%d ", e.Name(), info.Size(), info.ModTime().UnixNano())
+	}
+	return b.String()
+}
+
+func TestInvalidOptions(t *testing.T) {
+	dir := t.TempDir()
+	for _, o := range []*shale.Options{
+		{WriteBufferSize: -1},
+		{Recovery: shale.RecoveryMode(9)},
+		{Compression: shale.Compression(5)},
+		{CacheSize: -5},
+	} {
+		if _, err := shale.Open(dir, o); err == nil {
+			t.Errorf("Open with %+v succeeded", *o)
+		}
+	}
+}
+
+func TestConcurrentWritersAndReaders(t *testing.T) {
+	db, dir := openDB(t, &shale.Options{WriteBufferSize: 32 << 10})
+	const writers, perWriter = 8, 400
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var b shale.Batch
+			for i := range perWriter {
+				k := fmt.Sprintf("w%d-%04d", w, i)
+				if i%4 == 0 {
+					b.Reset()
+					b.Put([]byte(k), []byte(k))
+					b.Put([]byte(k+"-twin"), []byte(k))
+					if err := db.Write(&b, shale.Durability(i%2)); err != nil {
+						t.Error(err)
+						return
+					}
+					continue
+				}
+				if err := db.Put([]byte(k), []byte(k), shale.Durability(i%2)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	var readers sync.WaitGroup
+	for r := range 4 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := fmt.Sprintf("w%d-%04d", (r+n)%writers, (n*4)%perWriter)
+				v, err := db.Get([]byte(k))
+				if err == nil {
+					// A batch is visible whole or not at all.
+					if tv, err := db.Get([]byte(k + "-twin")); err != nil || !bytes.Equal(v, tv) {
+						t.Errorf("saw %s without its batch twin: %q, %v", k, tv, err)
+						return
+					}
+				} else if !errors.Is(err, shale.ErrNotFound) {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	readers.Wait()
+	check := func(db *shale.DB) {
+		for w := range writers {
+			for i := range perWriter {
+				k := fmt.Sprintf("w%d-%04d", w, i)
+				wantGet(t, db, k, []byte(k))
+			}
+		}
+	}
+	check(db)
+	db.Close()
+	check(reopen(t, dir, nil))
+}
+
+// Sequence numbers must keep growing across reopens, including one that
+// has nothing to replay: a newer write must shadow a flushed older one, for
+// Get and for iterators alike.
+func TestSequenceGrowsAcrossReopen(t *testing.T) {
+	db, dir := openDB(t, nil)
+	check := func(want string) {
+		t.Helper()
+		wantGet(t, db, "k", []byte(want))
+		got := scanPrefix(t, db, "k")
+		if len(got) != 1 || got["k"] != want {
+			t.Fatalf("scan sees %v, want k=%s", got, want)
+		}
+	}
+	for round := range 4 {
+		var v string
+		for i := range 10 * (round + 1) {
+			v = fmt.Sprint("v", round, ".", i)
+			mustPut(t, db, "k", v)
+		}
+		if round%2 == 0 {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check(v)
+		db.Close()
+		db = reopen(t, dir, nil)
+		check(v)
+	}
+}

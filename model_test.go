@@ -1,0 +1,173 @@
+package shale_test
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/shale-db/shale"
+)
+
+// The model test: random puts, deletes, batches, flushes, reopens and
+// snapshots against a map; after every step, random iterator walks (seeks,
+// steps both ways, direction changes, bounds) over the DB and over old
+// snapshots are compared with the sorted model.
+//
+// SHALE_MODEL_STEPS sets the number of steps (default 400); the seed is
+// logged and SHALE_MODEL_SEED replays one.
+
+type modelView interface {
+	Get([]byte) ([]byte, error)
+	NewIterator(*shale.IterOptions) *shale.Iterator
+}
+
+type modelSnap struct {
+	snap  *shale.Snapshot
+	state map[string]string
+}
+
+func TestModel(t *testing.T) {
+	steps := 400
+	if s := os.Getenv("SHALE_MODEL_STEPS"); s != "" {
+		steps, _ = strconv.Atoi(s)
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("SHALE_MODEL_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (SHALE_MODEL_SEED to replay)", seed)
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	opts := &shale.Options{WriteBufferSize: 8 << 10, BlockSize: 256}
+	db, dir := openDB(t, opts)
+	state := map[string]string{}
+	var snaps []modelSnap
+	key := func() string { return fmt.Sprintf("k%03d", r.IntN(150)) }
+	for step := range steps {
+		switch p := r.IntN(100); {
+		case p < 55:
+			k, v := key(), fmt.Sprintf("v%d-%s", step, bytes.Repeat([]byte("x"), r.IntN(200)))
+			mustPut(t, db, k, v)
+			state[k] = v
+		case p < 70:
+			k := key()
+			if err := db.Delete([]byte(k), shale.NoSync); err != nil {
+				t.Fatal(err)
+			}
+			delete(state, k)
+		case p < 82:
+			var b shale.Batch
+			for j := range 1 + r.IntN(20) {
+				k := key()
+				if r.IntN(4) == 0 {
+					b.Delete([]byte(k))
+					delete(state, k)
+				} else {
+					v := fmt.Sprintf("b%d.%d", step, j)
+					b.Put([]byte(k), []byte(v))
+					state[k] = v
+				}
+			}
+			if err := db.Write(&b, shale.NoSync); err != nil {
+				t.Fatal(err)
+			}
+		case p < 88:
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		case p < 91:
+			db.Close() // closes the snapshots with it
+			snaps = nil
+			db = reopen(t, dir, opts)
+		case p < 96:
+			snaps = append(snaps, modelSnap{db.NewSnapshot(), maps.Clone(state)})
+		default:
+			if len(snaps) > 0 {
+				i := r.IntN(len(snaps))
+				if err := snaps[i].snap.Close(); err != nil {
+					t.Fatal(err)
+				}
+				snaps = slices.Delete(snaps, i, i+1)
+			}
+		}
+		checkView(t, r, db, state, fmt.Sprintf("step %d db", step))
+		if len(snaps) > 0 {
+			s := snaps[r.IntN(len(snaps))]
+			checkView(t, r, s.snap, s.state, fmt.Sprintf("step %d snapshot", step))
+		}
+	}
+}
+
+// checkView compares a few Gets and one random iterator walk with state.
+func checkView(t *testing.T, r *rand.Rand, v modelView, state map[string]string, where string) {
+	t.Helper()
+	for range 3 {
+		k := fmt.Sprintf("k%03d", r.IntN(150))
+		got, err := v.Get([]byte(k))
+		if want, ok := state[k]; ok != (err == nil) || (ok && string(got) != want) {
+			t.Fatalf("%s: Get(%s) = %q, %v; model has %q, %v", where, k, got, err, want, ok)
+		}
+	}
+	var lo, hi []byte
+	if r.IntN(2) == 0 {
+		lo = []byte(fmt.Sprintf("k%03d", r.IntN(150)))
+	}
+	if r.IntN(2) == 0 {
+		hi = []byte(fmt.Sprintf("k%03d", r.IntN(150)))
+	}
+	var keys []string // the model's keys within [lo, hi)
+	for k := range state {
+		if (lo == nil || k >= string(lo)) && (hi == nil || k < string(hi)) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	it := v.NewIterator(&shale.IterOptions{LowerBound: lo, UpperBound: hi})
+	defer it.Close()
+	pos := -1 // index in keys, or -1 when the iterator is not positioned
+	for op := range 25 {
+		var ok bool
+		var name string
+		seek := fmt.Sprintf("k%03d", r.IntN(155))
+		switch c := r.IntN(6); {
+		case c == 0 || pos < 0 && c >= 4:
+			name, ok = "First", it.First()
+			pos = slices.IndexFunc(keys, func(string) bool { return true })
+		case c == 1:
+			name, ok = "Last", it.Last()
+			pos = len(keys) - 1
+		case c == 2:
+			name, ok = "SeekGE("+seek+")", it.SeekGE([]byte(seek))
+			pos, _ = slices.BinarySearch(keys, seek)
+			if pos == len(keys) {
+				pos = -1
+			}
+		case c == 3:
+			name, ok = "SeekLT("+seek+")", it.SeekLT([]byte(seek))
+			i, _ := slices.BinarySearch(keys, seek)
+			pos = i - 1
+		case c == 4:
+			name, ok = "Next", it.Next()
+			if pos++; pos >= len(keys) {
+				pos = -1
+			}
+		default:
+			name, ok = "Prev", it.Prev()
+			pos--
+		}
+		if err := it.Err(); err != nil {
+			t.Fatalf("%s: op %d %s: %v", where, op, name, err)
+		}
+		if ok != (pos >= 0) {
+			t.Fatalf("%s [%q,%q): op %d %s = %v; model says %v (pos %d of %d)", where, lo, hi, op, name, ok, pos >= 0, pos, len(keys))
+		}
+		if ok && (string(it.Key()) != keys[pos] || string(it.Value()) != state[keys[pos]]) {
+			t.Fatalf("%s [%q,%q): op %d %s at %q=%q; model %q=%q", where, lo, hi, op, name, it.Key(), it.Value(), keys[pos], state[keys[pos]])
+		}
+	}
+}
