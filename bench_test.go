@@ -1,0 +1,156 @@
+package shale_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/shale-db/shale"
+)
+
+// benchKey writes the 16-byte key of i into k: sequential in i.
+func benchKey(k []byte, i uint64) []byte {
+	binary.BigEndian.PutUint64(k[:8], i)
+	binary.BigEndian.PutUint64(k[8:16], i*0x9e3779b97f4a7c15)
+	return k[:16]
+}
+
+func benchValue() []byte {
+	v := make([]byte, 100)
+	for i := range v {
+		v[i] = byte(i*7 + 3)
+	}
+	return v
+}
+
+func BenchmarkPutSequential(b *testing.B) {
+	db, _ := openDB(b, nil)
+	k, v := make([]byte, 16), benchValue()
+	b.SetBytes(116)
+	b.ResetTimer()
+	for i := range b.N {
+		if err := db.Put(benchKey(k, uint64(i)), v, shale.NoSync); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPutRandom(b *testing.B) {
+	db, _ := openDB(b, nil)
+	k, v := make([]byte, 16), benchValue()
+	r := rand.New(rand.NewPCG(1, 1))
+	b.SetBytes(116)
+	b.ResetTimer()
+	for range b.N {
+		if err := db.Put(benchKey(k, r.Uint64()), v, shale.NoSync); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPutSync measures Sync puts from 1 and 8 goroutines: group
+// commit lets the 8 share fdatasync calls.
+func BenchmarkPutSync(b *testing.B) {
+	for _, writers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			db, _ := openDB(b, nil)
+			var next atomic.Uint64
+			var wg sync.WaitGroup
+			b.SetBytes(116)
+			b.ResetTimer()
+			for range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					k, v := make([]byte, 16), benchValue()
+					for {
+						i := next.Add(1)
+						if i > uint64(b.N) {
+							return
+						}
+						if err := db.Put(benchKey(k, i), v, shale.Sync); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// fillDB writes n sequential keys, closes and reopens the database, so
+// that reads go through tables.
+func fillDB(b *testing.B, n int) *shale.DB {
+	db, dir := openDB(b, nil)
+	k, v := make([]byte, 16), benchValue()
+	var batch shale.Batch
+	for i := range n {
+		batch.Put(benchKey(k, uint64(i)), v)
+		if batch.Len() == 1000 || i == n-1 {
+			if err := db.Write(&batch, shale.NoSync); err != nil {
+				b.Fatal(err)
+			}
+			batch.Reset()
+		}
+	}
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	db.Close()
+	return reopen(b, dir, nil)
+}
+
+const benchReadKeys = 1_000_000
+
+func BenchmarkGetRandom(b *testing.B) {
+	db := fillDB(b, benchReadKeys)
+	k := make([]byte, 16)
+	r := rand.New(rand.NewPCG(2, 2))
+	b.ResetTimer()
+	for range b.N {
+		if _, err := db.Get(benchKey(k, uint64(r.IntN(benchReadKeys)))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkScanFull(b *testing.B) {
+	const n = 200_000
+	db := fillDB(b, n)
+	b.SetBytes(n * 116)
+	b.ResetTimer()
+	for range b.N {
+		it := db.NewIterator(nil)
+		c := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			c++
+		}
+		if err := it.Close(); err != nil || c != n {
+			b.Fatalf("scanned %d of %d: %v", c, n, err)
+		}
+	}
+}
+
+func BenchmarkSeekAndScan10(b *testing.B) {
+	const n = 200_000
+	db := fillDB(b, n)
+	it := db.NewIterator(nil)
+	defer it.Close()
+	k := make([]byte, 16)
+	r := rand.New(rand.NewPCG(3, 3))
+	b.ResetTimer()
+	for range b.N {
+		ok := it.SeekGE(benchKey(k, uint64(r.IntN(n-10))))
+		for j := 0; ok && j < 9; j++ {
+			ok = it.Next()
+		}
+		if !ok {
+			b.Fatal(it.Err())
+		}
+	}
+}
