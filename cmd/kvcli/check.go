@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/shale-db/shale/internal/filename"
@@ -18,7 +17,7 @@ import (
 
 var checkCmd = &command{
 	name:    "check",
-	summary: "verify every checksum of every log, table and the MANIFEST (exit 3 on damage)",
+	summary: "verify every checksum of the logs, tables and MANIFEST",
 	detail: `Reads every file of the database directly, without opening the database,
 and verifies: CURRENT; every record checksum of the MANIFEST it names and
 every VersionEdit in it; every table file (footer, the checksum of every
@@ -212,11 +211,19 @@ func (ck *checker) summary() error {
 		problems += n
 	}
 	if problems == 0 {
-		fmt.Fprintf(ck.w, "check: %d files checked, no damage\n", ck.files)
+		fmt.Fprintf(ck.w, "check: %s checked, no damage\n", plural(ck.files, "file"))
 		return nil
 	}
-	files := slices.Clone(ck.order)
-	fmt.Fprintf(ck.w, "check: %d files checked, %d problems in %d files: %s\n",
-		ck.files, problems, len(files), strings.Join(files, ", "))
-	return failuref("check: %s: %d problems in %d files (%s)", ck.dir, problems, len(files), strings.Join(files, ", "))
+	files := strings.Join(ck.order, ", ")
+	found := plural(problems, "problem") + " in " + plural(len(ck.order), "file")
+	fmt.Fprintf(ck.w, "check: %s checked, %s: %s\n", plural(ck.files, "file"), found, files)
+	return failuref("check: %s: %s (%s)", ck.dir, found, files)
+}
+
+// plural returns "1 file", "2 files".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

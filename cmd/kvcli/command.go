@@ -56,7 +56,7 @@ func lookup(name string) *command {
 func (e *env) newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&e.db, "db", e.db, "database directory (default $KVCLI_DB)")
+	fs.StringVar(&e.db, "db", e.db, "the database directory `DIR` (default $KVCLI_DB)")
 	fs.BoolVar(&e.hex, "hex", e.hex, "keys and values, in arguments and output, are hex")
 	fs.BoolVar(&e.escaped, "escaped", e.escaped, "key and value arguments use kvcli's escapes (see kvcli help escaping)")
 	return fs

@@ -17,7 +17,7 @@ import (
 
 var crashtestCmd = &command{
 	name:    "crashtest",
-	summary: "kill -9 a writer at random moments and verify every acknowledged write",
+	summary: "kill -9 a writer repeatedly; verify acknowledged writes",
 	detail: `Runs the kill -9 test on this machine. For each of --cycles cycles it
 starts a writer process (kvcli itself), whose --writers goroutines write
 with a mix of Sync and NoSync puts, deletes and atomic batches, keys and

@@ -2,7 +2,7 @@ package main
 
 var dumpCmd = &command{
 	name:    "dump",
-	summary: "write every entry in load's format (dump | load copies a database)",
+	summary: "write every entry in load's format",
 	detail: `Writes every entry (or those --prefix, --start and --end select) in key
 order, as KEY<TAB>VALUE lines escaped as "kvcli help escaping" describes,
 or as JSON lines with --json; with --hex, keys and values are hex in either

@@ -9,7 +9,7 @@ import (
 var getCmd = &command{
 	name:    "get",
 	args:    "KEY",
-	summary: "print the value of KEY (exit status 1 if it has none)",
+	summary: "print KEY's value (exit status 1 if it has none)",
 	detail: `Prints the value of KEY followed by a newline, escaped as in scan's
 output (or hex with --hex), or with --raw the value's bytes exactly and
 nothing else. Exit status 1, and a line on stderr, if KEY has no value.

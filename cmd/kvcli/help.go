@@ -9,8 +9,8 @@ import (
 
 var helpCmd = &command{
 	name:    "help",
-	args:    "[COMMAND | escaping]",
-	summary: "show this help, a command's help, or how keys and values are escaped",
+	args:    "[COMMAND|escaping]",
+	summary: "this help, a command's help, or the escaping rules",
 	run:     runHelp,
 }
 
@@ -108,7 +108,7 @@ func writeHelp(w *bufio.Writer, _ []string) error {
 		if c.hidden {
 			continue
 		}
-		fmt.Fprintf(w, "  %-34s %s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
+		fmt.Fprintf(w, "  %-18s %s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
 	}
 	_, err := w.WriteString(helpFooter)
 	if err != nil {

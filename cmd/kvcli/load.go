@@ -9,7 +9,7 @@ import (
 
 var loadCmd = &command{
 	name:    "load",
-	summary: "read entries from stdin (dump's format) and write them in batches",
+	summary: "write entries from stdin (dump's format) in batches",
 	detail: `Reads KEY<TAB>VALUE lines (escaped as "kvcli help escaping" describes),
 or JSON lines with --json, from stdin, and writes them in atomic batches of
 --batch entries (and at most about 1 MiB). It ends with a flush of the

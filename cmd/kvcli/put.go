@@ -10,7 +10,7 @@ import (
 var putCmd = &command{
 	name:    "put",
 	args:    "KEY [VALUE]",
-	summary: "set KEY to VALUE (or to what stdin holds); creates the database",
+	summary: "set KEY to VALUE or stdin; creates the database",
 	detail: `Sets KEY to VALUE, durably (the write is synced to disk before put
 returns). Without VALUE, the value is everything stdin holds, byte for byte:
 use printf or echo -n if the value must not end in a newline. With --hex or

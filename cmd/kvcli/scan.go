@@ -9,7 +9,7 @@ import (
 
 var scanCmd = &command{
 	name:    "scan",
-	summary: "print the entries in key order, one KEY<TAB>VALUE line each",
+	summary: "print entries in key order, KEY<TAB>VALUE lines",
 	detail: `Prints one line per entry, in key order: the key, a tab, the value,
 escaped as "kvcli help escaping" describes (hex with --hex), or JSON lines
 with --json. --prefix, --start and --end restrict the keys (start

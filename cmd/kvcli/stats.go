@@ -11,7 +11,7 @@ import (
 
 var statsCmd = &command{
 	name:    "stats",
-	summary: "list the database's tables, logs and what recovery found",
+	summary: "list tables, logs and what recovery finds",
 	detail: `Lists the tables (level, file, size, key range), the write-ahead logs,
 what replaying those logs found (records, torn tail, damage dropped), and
 the logs that an earlier recovery found damaged and moved to lost/. Opens
