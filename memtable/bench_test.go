@@ -1,0 +1,312 @@
+package memtable
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/shale-db/shale/internal/batchrepr"
+	"github.com/shale-db/shale/internal/ikey"
+)
+
+const (
+	benchKeyLen   = 16
+	benchValueLen = 100
+	// benchEntries is about what a 4 MiB write buffer holds of 16-byte
+	// keys and 100-byte values.
+	benchEntries = 20_000
+)
+
+var benchValue = make([]byte, benchValueLen)
+
+// benchKeys returns n 16-byte keys, ascending if sequential, else random.
+func benchKeys(n int, sequential bool) [][]byte {
+	rng := rand.New(rand.NewPCG(1, 2))
+	keys := make([][]byte, n)
+	for i := range keys {
+		k := make([]byte, benchKeyLen)
+		if sequential {
+			binary.BigEndian.PutUint64(k[8:], uint64(i))
+		} else {
+			binary.BigEndian.PutUint64(k, rng.Uint64())
+			binary.BigEndian.PutUint64(k[8:], rng.Uint64())
+		}
+		keys[i] = k
+	}
+	return keys
+}
+
+// cpuMeter reports process CPU time per op beside wall time. Benchmarks
+// here are often run on a shared machine, where wall time swings with the
+// load; CPU time (which includes the garbage collector's) barely does.
+type cpuMeter struct {
+	b     *testing.B
+	start int64
+}
+
+func startCPU(b *testing.B) cpuMeter {
+	b.ResetTimer()
+	return cpuMeter{b, processCPU()}
+}
+
+// stop stops the timer and reports cpu-ns/op over n ops (b.N if n is 0).
+func (c cpuMeter) stop(n int) {
+	c.b.StopTimer()
+	if n == 0 {
+		n = c.b.N
+	}
+	if end := processCPU(); end > 0 {
+		c.b.ReportMetric(float64(end-c.start)/float64(n), "cpu-ns/op")
+	}
+}
+
+func benchMemtable(tb testing.TB, n int, sequential bool) *Memtable {
+	m := New()
+	for i, k := range benchKeys(n, sequential) {
+		m.Add(uint64(i+1), ikey.KindSet, k, benchValue)
+	}
+	return m
+}
+
+// BenchmarkAdd adds entries to memtables of benchEntries entries (a fresh
+// one each time one fills), with and without the arena.
+func BenchmarkAdd(b *testing.B) {
+	for _, order := range []struct {
+		name string
+		seq  bool
+	}{{"sequential", true}, {"random", false}} {
+		keys := benchKeys(benchEntries, order.seq)
+		for _, chunk := range []struct {
+			name string
+			size int
+		}{{"arena", arenaChunkSize}, {"noarena", 0}} {
+			b.Run(order.name+"/"+chunk.name, func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(benchKeyLen + benchValueLen)
+				var m *Memtable
+				cpu := startCPU(b)
+				for i := 0; i < b.N; i++ {
+					j := i % benchEntries
+					if j == 0 {
+						m = New()
+						m.arena.chunkSize = chunk.size
+					}
+					m.Add(uint64(i+1), ikey.KindSet, keys[j], benchValue)
+				}
+				cpu.stop(0)
+			})
+		}
+	}
+}
+
+// BenchmarkApply applies batches of 16 puts: ns/op is per entry.
+func BenchmarkApply(b *testing.B) {
+	const perBatch = 16
+	keys := benchKeys(benchEntries, false)
+	b.ReportAllocs()
+	b.SetBytes(benchKeyLen + benchValueLen)
+	var m *Memtable
+	var repr []byte
+	cpu := startCPU(b)
+	for i := 0; i < b.N; i += perBatch {
+		j := i % benchEntries
+		if j == 0 {
+			m = New()
+		}
+		repr = repr[:0]
+		for k := 0; k < perBatch; k++ {
+			repr = batchrepr.AppendPut(repr, keys[(j+k)%benchEntries], benchValue)
+		}
+		if err := m.Apply(repr, uint64(i+1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu.stop(0)
+}
+
+func BenchmarkGet(b *testing.B) {
+	keys := benchKeys(benchEntries, false)
+	m := benchMemtable(b, benchEntries, false)
+	b.ReportAllocs()
+	cpu := startCPU(b)
+	for i := 0; i < b.N; i++ {
+		if _, found, _ := m.Get(keys[i%benchEntries], ikey.MaxSeq); !found {
+			b.Fatal("not found")
+		}
+	}
+	cpu.stop(0)
+}
+
+// BenchmarkIterFull scans a whole memtable; ns/op is per entry. The peer
+// "callback" is the B-tree's own Ascend, the floor for any design.
+func BenchmarkIterFull(b *testing.B) {
+	m := benchMemtable(b, benchEntries, false)
+	for _, design := range []string{"chunked", "clone-pull", "callback"} {
+		b.Run(design, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu := startCPU(b)
+			for n := 0; n < b.N; {
+				n += scanAll(m, design, b.N-n)
+			}
+			cpu.stop(0)
+		})
+	}
+}
+
+// BenchmarkIterSeek is the merging iterator's pattern: SeekGE on an open
+// iterator, then four Nexts. ns/op is per seek.
+func BenchmarkIterSeek(b *testing.B) {
+	m := benchMemtable(b, benchEntries, false)
+	seeks := benchSeekKeys()
+	b.Run("chunked", func(b *testing.B) {
+		it := m.NewIter()
+		defer it.Close()
+		cpu := startCPU(b)
+		for i := 0; i < b.N; i++ {
+			for ok, n := it.SeekGE(seeks[i%benchEntries]), 0; ok && n < 4; ok, n = it.Next(), n+1 {
+			}
+		}
+		cpu.stop(0)
+	})
+	b.Run("clone-pull", func(b *testing.B) {
+		it := newCloneIter(m)
+		defer it.Close()
+		cpu := startCPU(b)
+		for i := 0; i < b.N; i++ {
+			for ok, n := it.SeekGE(seeks[i%benchEntries]), 0; ok && n < 4; ok, n = it.Next(), n+1 {
+			}
+		}
+		cpu.stop(0)
+	})
+}
+
+// BenchmarkNewIter opens an iterator, seeks, reads four entries and closes
+// it: what a short range read costs the memtable.
+func BenchmarkNewIter(b *testing.B) {
+	m := benchMemtable(b, benchEntries, false)
+	seeks := benchSeekKeys()
+	for _, design := range []string{"chunked", "clone-pull"} {
+		b.Run(design, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu := startCPU(b)
+			for i := 0; i < b.N; i++ {
+				seekFew(m, design, seeks[i%benchEntries])
+			}
+			cpu.stop(0)
+		})
+	}
+}
+
+func benchSeekKeys() [][]byte {
+	keys := benchKeys(benchEntries, false)
+	for i, k := range keys {
+		keys[i] = ikey.SeekKey(k, ikey.MaxSeq)
+	}
+	return keys
+}
+
+// BenchmarkIterWithWriter scans a memtable while another goroutine adds
+// to it as fast as it can. ns/op is per entry scanned; adds/s is the
+// writer's rate meanwhile.
+func BenchmarkIterWithWriter(b *testing.B) {
+	for _, design := range []string{"chunked", "clone-pull"} {
+		b.Run(design, func(b *testing.B) {
+			m := benchMemtable(b, benchEntries, false)
+			stopWriter := startWriter(m)
+			b.ResetTimer()
+			for n := 0; n < b.N; {
+				n += scanAll(m, design, b.N-n)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(stopWriter())/b.Elapsed().Seconds(), "adds/s")
+		})
+	}
+}
+
+// BenchmarkAddWhileIterating adds while another goroutine keeps opening
+// iterators and reading a few entries from each. ns/op is per Add.
+func BenchmarkAddWhileIterating(b *testing.B) {
+	keys := benchKeys(benchEntries, false)
+	seeks := benchSeekKeys()
+	for _, design := range []string{"chunked", "clone-pull"} {
+		b.Run(design, func(b *testing.B) {
+			m := benchMemtable(b, benchEntries, false)
+			var stop atomic.Bool
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; !stop.Load(); i++ {
+					seekFew(m, design, seeks[i%benchEntries])
+				}
+			}()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				m.Add(uint64(benchEntries+i+1), ikey.KindSet, keys[i%benchEntries], benchValue)
+			}
+			b.StopTimer()
+			stop.Store(true)
+			wg.Wait()
+		})
+	}
+}
+
+// startWriter adds random keys to m until the returned function is called;
+// that function returns how many it added.
+func startWriter(m *Memtable) func() int64 {
+	var stop atomic.Bool
+	var added atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		keys := benchKeys(benchEntries, false)
+		for i := 0; !stop.Load(); i++ {
+			m.Add(uint64(benchEntries+i+1), ikey.KindSet, keys[i%benchEntries], benchValue)
+			added.Add(1)
+		}
+	}()
+	return func() int64 { stop.Store(true); <-done; return added.Load() }
+}
+
+// scanAll scans up to limit entries from the start of m with the given
+// design and returns how many it saw.
+func scanAll(m *Memtable, design string, limit int) int {
+	n := 0
+	switch design {
+	case "callback":
+		m.mu.RLock()
+		m.mu.tree.Ascend(func(entry) bool { n++; return n < limit })
+		m.mu.RUnlock()
+		return n
+	case "chunked":
+		it := m.NewIter()
+		for ok := it.First(); ok && n < limit; ok = it.Next() {
+			n++
+		}
+		it.Close()
+		return n
+	}
+	it := newCloneIter(m)
+	for ok := it.First(); ok && n < limit; ok = it.Next() {
+		n++
+	}
+	it.Close()
+	return n
+}
+
+func seekFew(m *Memtable, design string, key []byte) {
+	if design == "chunked" {
+		it := m.NewIter()
+		for ok, n := it.SeekGE(key), 0; ok && n < 4; ok, n = it.Next(), n+1 {
+		}
+		it.Close()
+		return
+	}
+	it := newCloneIter(m)
+	for ok, n := it.SeekGE(key), 0; ok && n < 4; ok, n = it.Next(), n+1 {
+	}
+	it.Close()
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package memtable
+
+func processCPU() int64 { return 0 }

@@ -1,0 +1,270 @@
+// Package memtable holds the newest writes in memory, ordered by internal
+// key (user key ascending, sequence number descending: ikey.Compare), until
+// they are flushed to a table.
+//
+// Use: the engine creates a Memtable with New, appends each batch after its
+// WAL write with Apply (or single entries with Add), answers point reads with
+// Get at a sequence number, and reads ranges or flushes with NewIter. When
+// ApproximateSize passes the write buffer size the engine stops writing to
+// it and flushes it.
+//
+// Concurrency: every method is safe for concurrent use. Writes (Add, Apply)
+// are serialized by an internal mutex, so there is one writer at a time; the
+// engine serializes them anyway. Any number of Get calls and iterators run
+// alongside the writer: a Get sees each entry either wholly or not at all,
+// and a batch passed to Apply becomes visible to Get at once (no reader sees
+// part of it). An Iterator is for one goroutine, but many iterators may run
+// at once.
+//
+// Immutability: the memtable never modifies or reuses bytes it has stored.
+// Slices returned by Get, Iterator.Key and Iterator.Value stay valid and
+// unchanged for as long as the caller keeps them (longer than the iterator
+// contract promises); they must not be modified. Keeping one pins the
+// arena chunk (64 KiB) it lives in; the engine copies values it hands to
+// users.
+//
+// Why an iterator re-seeks in chunks: google/btree iterates only by
+// callback, and its reads are unsafe alongside a write. An Iterator
+// therefore copies a run of entries (the entries are small headers; their
+// bytes are never copied) out of the tree under the read lock, releases it,
+// serves the run, and re-seeks strictly after the last key it served for the
+// next run. Entries are never removed, so every entry present when the
+// iterator was created is seen exactly once per pass, in order; entries
+// added later may or may not be seen, always in order (the engine filters
+// them by sequence number). The alternative, a Clone of the tree per
+// iterator read through iter.Pull, measured slower to iterate and made the
+// writer copy tree nodes after every clone; the package benchmarks
+// (BenchmarkIter*, BenchmarkAddWhileIterating) compare the two.
+package memtable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/errors"
+	"github.com/google/btree"
+	"github.com/shale-db/shale/internal/batchrepr"
+	"github.com/shale-db/shale/internal/ikey"
+)
+
+// btreeDegree is the B-tree's degree: nodes hold up to 2*degree-1 entries.
+const btreeDegree = 16
+
+// entryOverhead is what ApproximateSize charges per entry on top of its
+// key, trailer and value bytes: the 48-byte entry in a B-tree node, over
+// the nodes' fill. TestEntryOverhead measures about 108 bytes for keys
+// added in order (nodes half full) and 70 to 90 in random order.
+const entryOverhead = 96
+
+// entry is one version of a user key. Its bytes live in one allocation,
+// kv, laid out as the internal key then the value, with cap(kv) == len(kv):
+//
+//	+-------------------+----------------------+-------+
+//	| ukey (ulen bytes) | trailer (fixed64 LE) | value |
+//	+-------------------+----------------------+-------+
+//
+// prefix and trailer are copies that make most comparisons read only the
+// entry itself, not the key bytes it points to (a cache miss each). Pivot
+// entries built for searches hold a caller's user key as kv, without the
+// trailer bytes; they never enter the tree.
+type entry struct {
+	prefix  uint64 // first 8 bytes of ukey, big-endian, zero-padded
+	trailer uint64
+	kv      []byte
+	ulen    int
+}
+
+func (e *entry) ukey() []byte  { return e.kv[:e.ulen:e.ulen] }
+func (e *entry) key() []byte   { n := e.ulen + ikey.TrailerLen; return e.kv[:n:n] }
+func (e *entry) value() []byte { return e.kv[e.ulen+ikey.TrailerLen:] }
+
+// prefixOf returns the first 8 bytes of ukey as a big-endian number, padded
+// with zeros: prefixOf(a) < prefixOf(b) implies a < b bytewise.
+func prefixOf(ukey []byte) uint64 {
+	if len(ukey) >= 8 {
+		return binary.BigEndian.Uint64(ukey)
+	}
+	var p uint64
+	for i, c := range ukey {
+		p |= uint64(c) << (56 - 8*i)
+	}
+	return p
+}
+
+// less is ikey.Compare on entries: user key ascending, trailer descending.
+func less(a, b entry) bool {
+	if a.prefix != b.prefix {
+		return a.prefix < b.prefix
+	}
+	ak, bk := a.kv[:a.ulen], b.kv[:b.ulen]
+	if len(ak) >= 8 && len(bk) >= 8 {
+		ak, bk = ak[8:], bk[8:] // equal prefixes: the first 8 bytes agree
+	}
+	if c := bytes.Compare(ak, bk); c != 0 {
+		return c < 0
+	}
+	return a.trailer > b.trailer
+}
+
+// sameKey reports whether a and b have the same user key and trailer.
+func sameKey(a, b *entry) bool {
+	return a.trailer == b.trailer && a.prefix == b.prefix && bytes.Equal(a.kv[:a.ulen], b.kv[:b.ulen])
+}
+
+// makePivot returns a search entry for (ukey, trailer). It aliases ukey.
+func makePivot(ukey []byte, trailer uint64) entry {
+	return entry{prefix: prefixOf(ukey), trailer: trailer, kv: ukey, ulen: len(ukey)}
+}
+
+// pivot returns a search entry for the encoded internal key k. A k too short
+// to be an internal key is taken as a whole user key with the largest
+// trailer, which sorts before every version of that user key.
+func pivot(k []byte) entry {
+	if !ikey.Valid(k) {
+		return makePivot(k, math.MaxUint64)
+	}
+	return makePivot(ikey.UserKey(k), ikey.Trailer(k))
+}
+
+// Memtable is an ordered in-memory set of entries. Create one with New.
+type Memtable struct {
+	// wmu serializes writers; it guards arena and scratch.
+	wmu     sync.Mutex
+	arena   arena
+	scratch []entry // entries of the batch being applied
+
+	mu struct {
+		sync.RWMutex
+		tree *btree.BTreeG[entry]
+	}
+	size atomic.Int64
+	n    atomic.Int64
+}
+
+// New returns an empty Memtable.
+func New() *Memtable {
+	m := &Memtable{arena: arena{chunkSize: arenaChunkSize}}
+	m.mu.tree = btree.NewG(btreeDegree, less)
+	return m
+}
+
+// makeEntry copies (ukey, seq, kind, value) into one arena slice.
+// Called with wmu held.
+func (m *Memtable) makeEntry(seq uint64, kind ikey.Kind, ukey, value []byte) entry {
+	kl := len(ukey) + ikey.TrailerLen
+	b := m.arena.alloc(kl + len(value))
+	ikey.Append(b[:0], ukey, seq, kind)
+	copy(b[kl:], value)
+	return entry{prefix: prefixOf(ukey), trailer: ikey.MakeTrailer(seq, kind), kv: b, ulen: len(ukey)}
+}
+
+func entrySize(e *entry) int64 {
+	return int64(len(e.kv) + entryOverhead)
+}
+
+// Add inserts one entry, copying ukey and value (into one allocation,
+// usually shared with neighbouring entries). seq must be <= ikey.MaxSeq
+// and kind ikey.KindSet or ikey.KindDelete. An entry whose user key, seq
+// and kind equal an existing one's replaces it; the engine never adds one,
+// since it uses each sequence number once.
+func (m *Memtable) Add(seq uint64, kind ikey.Kind, ukey, value []byte) {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	e := m.makeEntry(seq, kind, ukey, value)
+	m.mu.Lock()
+	m.insertLocked(e)
+	m.mu.Unlock()
+}
+
+// insertLocked inserts e and accounts for it. Called with wmu and mu held.
+func (m *Memtable) insertLocked(e entry) {
+	old, replaced := m.mu.tree.ReplaceOrInsert(e)
+	if replaced {
+		m.size.Add(-entrySize(&old))
+		m.n.Add(-1)
+	}
+	m.size.Add(entrySize(&e))
+	m.n.Add(1)
+}
+
+// Apply inserts every entry of the batch repr (see package batchrepr),
+// giving entry i the sequence number seq+i; the sequence number in repr's
+// header is ignored. It first decodes the whole batch: if repr is corrupt
+// (the error matches batchrepr.ErrCorrupt) or its sequence numbers would
+// pass ikey.MaxSeq, nothing is applied. Apply inserts the whole batch under
+// one acquisition of the write lock, so a Get sees all of it or none of it.
+func (m *Memtable) Apply(repr []byte, seq uint64) error {
+	count, err := batchrepr.Validate(repr)
+	if err != nil {
+		return err
+	}
+	if count > 0 && seq > ikey.MaxSeq-uint64(count-1) {
+		return errors.Newf("memtable: sequence numbers %d+%d pass the maximum", seq, count)
+	}
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	r := batchrepr.NewReader(repr)
+	for s := seq; ; s++ {
+		kind, k, v, ok := r.Next()
+		if !ok {
+			break
+		}
+		m.scratch = append(m.scratch, m.makeEntry(s, kind, k, v))
+	}
+	m.mu.Lock()
+	for _, e := range m.scratch {
+		m.insertLocked(e)
+	}
+	m.mu.Unlock()
+	clear(m.scratch)
+	m.scratch = m.scratch[:0]
+	return nil
+}
+
+// Get returns the newest version of ukey whose sequence number is <= seq.
+// found reports a put, whose value is returned; deleted reports a deletion,
+// which hides every older version; if neither, the memtable holds no
+// version of ukey at or below seq and the caller must look further. The
+// value is never modified by the memtable (see the package doc).
+func (m *Memtable) Get(ukey []byte, seq uint64) (value []byte, found, deleted bool) {
+	if seq > ikey.MaxSeq {
+		seq = ikey.MaxSeq
+	}
+	var g getter
+	p := makePivot(ukey, ikey.MakeTrailer(seq, ikey.KindSeek))
+	m.mu.RLock()
+	m.mu.tree.AscendGreaterOrEqual(p, g.visit)
+	m.mu.RUnlock()
+	if !g.ok || !bytes.Equal(g.e.ukey(), ukey) {
+		return nil, false, false
+	}
+	if ikey.Kind(g.e.trailer&0xff) == ikey.KindDelete {
+		return nil, false, true
+	}
+	return g.e.value(), true, false
+}
+
+// getter receives the first entry at or after a Get's pivot.
+type getter struct {
+	e  entry
+	ok bool
+}
+
+func (g *getter) visit(e entry) bool {
+	g.e, g.ok = e, true
+	return false
+}
+
+// Len returns the number of entries (versions, deletions included).
+func (m *Memtable) Len() int { return int(m.n.Load()) }
+
+// Empty reports whether the memtable holds no entries.
+func (m *Memtable) Empty() bool { return m.n.Load() == 0 }
+
+// ApproximateSize returns the memory the entries take: their keys,
+// trailers and values, plus 96 bytes per entry for the tree (the heap
+// really takes 70 to 110, depending on insertion order).
+func (m *Memtable) ApproximateSize() int64 { return m.size.Load() }
