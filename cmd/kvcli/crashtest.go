@@ -189,6 +189,13 @@ func runWriter(exe, dir string, cyc int, delay time.Duration, cfg crashConfig) (
 	case <-acks.done: // stdout closed: the writer ended on its own
 	}
 	cmd.Wait()
+	// A signal sent to a writer that already exited may still succeed (it
+	// is a zombie until waited for); its exit status tells. A kill leaves
+	// -1 (Unix) or 1 (Windows); the writer itself exits 0, 2 or 3.
+	switch code := cmd.ProcessState.ExitCode(); code {
+	case exitOK, exitUsage, exitFailure:
+		killed = false
+	}
 	switch {
 	case acks.err != nil:
 		return nil, false, failuref("crashtest: cycle %d: %w", cyc+1, acks.err)
