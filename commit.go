@@ -160,7 +160,6 @@ func (db *DB) commitGroup(group []*writer) error {
 		return db.setBackgroundError(err)
 	}
 	q.lastSeq = seq + uint64(batchrepr.Count(repr)) - 1
-	db.vs.SetLastSequence(q.lastSeq) // the next MANIFEST edit records it
 	db.visibleSeq.Store(q.lastSeq)
 	return nil
 }

@@ -45,6 +45,8 @@ type DB struct {
 		sync.Mutex
 		// mem takes the writes; imm, if not nil, is being flushed.
 		mem, imm *memtable.Memtable
+		// immLastSeq is the sequence number of imm's newest entry.
+		immLastSeq uint64
 		// log is the WAL that mem's writes go to; nil when read-only.
 		log    *logFile
 		closed bool

@@ -62,6 +62,7 @@ func (db *DB) switchMemtableLocked() error {
 	}
 	db.mu.log = log
 	db.mu.imm = db.mu.mem
+	db.mu.immLastSeq = db.commit.lastSeq // the caller is the commit leader
 	db.mu.mem = memtable.New()
 	select {
 	case db.bgWake <- struct{}{}:
@@ -94,11 +95,15 @@ func (db *DB) backgroundLoop() {
 // files that are no longer needed.
 func (db *DB) flushImmutable() {
 	db.mu.Lock()
-	imm, logNum := db.mu.imm, db.mu.log.num
+	imm, logNum, immLastSeq := db.mu.imm, db.mu.log.num, db.mu.immLastSeq
 	db.mu.Unlock()
 	if imm == nil {
 		return
 	}
+	// The MANIFEST's last sequence must be that of the newest flushed
+	// write, not of later writes in the new WAL: LevelDB's readers
+	// (goleveldb among them) refuse WAL records below it.
+	db.vs.SetLastSequence(immLastSeq)
 	edit := &manifest.VersionEdit{}
 	edit.SetLogNumber(logNum)
 	meta, err := db.writeTable(imm.NewIter())
