@@ -59,6 +59,20 @@ func checksum(b []byte) uint32 {
 	return mask(crc32.Checksum(b, castagnoli))
 }
 
+// typeCRC[t] is the CRC-32C of the type byte t alone.
+var typeCRC = func() (c [LastType + 1]uint32) {
+	for t := range c {
+		c[t] = crc32.Checksum([]byte{byte(t)}, castagnoli)
+	}
+	return c
+}()
+
+// fragmentChecksum returns the masked CRC-32C of the type byte t followed
+// by payload, for a writer type t, without needing them contiguous.
+func fragmentChecksum(t RecordType, payload []byte) uint32 {
+	return mask(crc32.Update(typeCRC[t], castagnoli, payload))
+}
+
 // mask rotates c right by 15 bits and adds maskDelta, as LevelDB does, so
 // that the CRC of data that embeds CRCs is not itself a trivial function.
 func mask(c uint32) uint32 {

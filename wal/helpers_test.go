@@ -137,6 +137,25 @@ func layout(sizes []int, base int64) ([][]frag, int64) {
 	return out, pos
 }
 
+// encodeLog returns the log of recs as the format lays it out, built from
+// layout and encodeFragment, independently of Writer.
+func encodeLog(recs [][]byte) []byte {
+	sizes := make([]int, len(recs))
+	for i, r := range recs {
+		sizes[i] = len(r)
+	}
+	frags, size := layout(sizes, 0)
+	log := make([]byte, size)
+	for i, fs := range frags {
+		p := recs[i]
+		for _, f := range fs {
+			copy(log[f.off:], encodeFragment(f.typ, p[:f.n]))
+			p = p[f.n:]
+		}
+	}
+	return log
+}
+
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // encodeFragment returns a fragment with a correct masked checksum, built

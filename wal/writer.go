@@ -11,11 +11,17 @@ import (
 // log::Writer, goleveldb's journal.Writer and Pebble's record.Writer write
 // for the same records.
 //
-// A Writer buffers the current block: WriteRecord copies each payload byte
-// once, into the block buffer, and hands the buffer to the underlying
-// io.Writer whenever the block fills; Flush hands over the rest. Errors are
-// sticky: after the underlying io.Writer fails once, every method returns
-// that error. A Writer is not safe for concurrent use.
+// A Writer buffers the current block: WriteRecord copies fragments into the
+// block buffer and hands the buffer to the underlying io.Writer whenever the
+// block fills; Flush hands over the rest. A fragment of at least
+// directMin bytes that completes its block (the FIRST and MIDDLE fragments
+// of a large record) is not copied: the buffered bytes and its header go out
+// in one Write and its payload in a second, straight from the caller's
+// slice. So a record is copied at most once, and a large one only in its
+// last fragment.
+//
+// Errors are sticky: after the underlying io.Writer fails once, every
+// method returns that error. A Writer is not safe for concurrent use.
 type Writer struct {
 	w   io.Writer
 	err error
@@ -76,9 +82,16 @@ func (w *Writer) WriteRecord(p []byte) error {
 		if first {
 			w.lastOff = w.blockOff + int64(w.n)
 		}
-		frag := min(len(p), BlockSize-w.n-HeaderSize)
+		room := BlockSize - w.n - HeaderSize
+		frag := min(len(p), room)
 		last := frag == len(p)
-		w.appendFragment(fragmentType(first, last), p[:frag])
+		if frag == room && frag >= directMin {
+			if !w.writeThrough(fragmentType(first, last), p[:frag]) {
+				return w.err
+			}
+		} else {
+			w.appendFragment(fragmentType(first, last), p[:frag])
+		}
 		p = p[frag:]
 		if w.n == BlockSize && !w.nextBlock() {
 			return w.err
@@ -99,6 +112,26 @@ func (w *Writer) appendFragment(t RecordType, payload []byte) {
 	copy(h[HeaderSize:], payload)
 	binary.LittleEndian.PutUint32(h[0:4], checksum(h[6:]))
 	w.n += len(h)
+}
+
+// directMin is the smallest payload that writeThrough hands over uncopied:
+// below it, a copy costs less than a second Write.
+const directMin = 4096
+
+// writeThrough writes the buffered bytes and the header of a fragment that
+// completes the block, then the payload from the caller's slice, leaving
+// the block full and written. It reports whether the writes succeeded.
+func (w *Writer) writeThrough(t RecordType, payload []byte) bool {
+	h := w.buf[w.n : w.n+HeaderSize]
+	binary.LittleEndian.PutUint32(h[0:4], fragmentChecksum(t, payload))
+	binary.LittleEndian.PutUint16(h[4:6], uint16(len(payload)))
+	h[6] = byte(t)
+	w.n += HeaderSize
+	if !w.write() || !w.writeOut(payload) {
+		return false
+	}
+	w.n, w.done = BlockSize, BlockSize
+	return true
 }
 
 func fragmentType(first, last bool) RecordType {
@@ -129,15 +162,24 @@ func (w *Writer) write() bool {
 	if w.done == w.n {
 		return true
 	}
-	m, err := w.w.Write(w.buf[w.done:w.n])
-	if err == nil && m < w.n-w.done {
+	if !w.writeOut(w.buf[w.done:w.n]) {
+		return false
+	}
+	w.done = w.n
+	return true
+}
+
+// writeOut writes b, which goes to log offset blockOff+done, and reports
+// whether it all went; if not, w.err is set.
+func (w *Writer) writeOut(b []byte) bool {
+	m, err := w.w.Write(b)
+	if err == nil && m < len(b) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
 		w.err = errors.Wrapf(err, "wal: write at offset %d", w.blockOff+int64(w.done))
 		return false
 	}
-	w.done = w.n
 	return true
 }
 
