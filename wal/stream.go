@@ -57,6 +57,8 @@ type recordReader struct {
 	seq uint64
 }
 
+var _ io.Reader = recordReader{}
+
 // Read reads from the record, fetching fragments as it goes.
 func (h recordReader) Read(b []byte) (int, error) {
 	s := &h.r.stream

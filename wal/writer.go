@@ -13,8 +13,8 @@ import (
 //
 // A Writer buffers the current block: WriteRecord copies fragments into the
 // block buffer and hands the buffer to the underlying io.Writer whenever the
-// block fills; Flush hands over the rest. A fragment of at least
-// directMin bytes that completes its block (the FIRST and MIDDLE fragments
+// block fills; Flush hands over the rest. A fragment of at least 4 KiB
+// that completes its block (the FIRST and MIDDLE fragments
 // of a large record) is not copied: the buffered bytes and its header go out
 // in one Write and its payload in a second, straight from the caller's
 // slice. So a record is copied at most once, and a large one only in its
