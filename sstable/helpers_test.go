@@ -99,36 +99,13 @@ func probeKeys(model []kv) [][]byte {
 // SeekGE and SeekLT followed by steps both ways, and a random walk.
 func checkIter(t *testing.T, it iterator.Iterator, model []kv, probes [][]byte, rng *rand.Rand) {
 	t.Helper()
-	// at asserts that the iterator stands at model[i] (or at nothing if i
-	// is out of range) after an operation that returned ok.
-	at := func(op string, ok bool, i int) bool {
-		t.Helper()
-		if i < 0 || i >= len(model) {
-			if ok {
-				t.Errorf("%s: at %s, want exhausted", op, ikey.String(it.Key()))
-				return false
-			}
-			if err := it.Err(); err != nil {
-				t.Errorf("%s: %v", op, err)
-			}
-			return false
-		}
-		if !ok {
-			t.Errorf("%s: exhausted (err %v), want %s", op, it.Err(), ikey.String(model[i].key))
-			return false
-		}
-		if !bytes.Equal(it.Key(), model[i].key) || !bytes.Equal(it.Value(), model[i].val) {
-			t.Errorf("%s: at %s (%d-byte value), want %s", op, ikey.String(it.Key()), len(it.Value()), ikey.String(model[i].key))
-			return false
-		}
-		return true
-	}
+	c := iterChecker{t: t, it: it, model: model}
 	ok := it.First()
-	for i := 0; at("First/Next", ok, i); i++ {
+	for i := 0; c.at("First/Next", ok, i); i++ {
 		ok = it.Next()
 	}
 	ok = it.Last()
-	for i := len(model) - 1; at("Last/Prev", ok, i); i-- {
+	for i := len(model) - 1; c.at("Last/Prev", ok, i); i-- {
 		ok = it.Prev()
 	}
 	if len(probes) > 600 {
@@ -141,40 +118,81 @@ func checkIter(t *testing.T, it iterator.Iterator, model []kv, probes [][]byte, 
 		probes = sample
 	}
 	for _, p := range probes {
-		ge := sort.Search(len(model), func(i int) bool { return ikey.Compare(model[i].key, p) >= 0 })
-		if at("SeekGE "+ikey.String(p), it.SeekGE(p), ge) {
-			if at("SeekGE+Next", it.Next(), ge+1) {
-				at("SeekGE+Next+Prev", it.Prev(), ge)
+		ge := c.search(p)
+		if c.at("SeekGE "+ikey.String(p), it.SeekGE(p), ge) {
+			if c.at("SeekGE+Next", it.Next(), ge+1) {
+				c.at("SeekGE+Next+Prev", it.Prev(), ge)
 			}
 		}
-		if at("SeekLT "+ikey.String(p), it.SeekLT(p), ge-1) {
-			if at("SeekLT+Prev", it.Prev(), ge-2) {
-				at("SeekLT+Prev+Next", it.Next(), ge-1)
-			}
-		}
-	}
-	// A random walk: positions move both ways across block boundaries.
-	i := -1
-	for step := 0; step < 4*len(model)+10 && !t.Failed(); step++ {
-		switch op := rng.Intn(10); {
-		case op < 4 && i >= 0 && i < len(model):
-			i++
-			at("walk Next", it.Next(), i)
-		case op < 8 && i >= 0 && i < len(model):
-			i--
-			at("walk Prev", it.Prev(), i)
-		default:
-			p := probes[rng.Intn(len(probes))]
-			i = sort.Search(len(model), func(i int) bool { return ikey.Compare(model[i].key, p) >= 0 })
-			if rng.Intn(2) == 0 {
-				at("walk SeekGE", it.SeekGE(p), i)
-			} else {
-				i--
-				at("walk SeekLT", it.SeekLT(p), i)
+		if c.at("SeekLT "+ikey.String(p), it.SeekLT(p), ge-1) {
+			if c.at("SeekLT+Prev", it.Prev(), ge-2) {
+				c.at("SeekLT+Prev+Next", it.Next(), ge-1)
 			}
 		}
 	}
+	c.walk(probes, rng)
 	if err := it.Close(); err != nil {
 		t.Errorf("Close: %v", err)
+	}
+}
+
+// iterChecker compares an iterator's positions with a sorted model.
+type iterChecker struct {
+	t     *testing.T
+	it    iterator.Iterator
+	model []kv
+}
+
+// search returns the index of the first model key >= p.
+func (c *iterChecker) search(p []byte) int {
+	return sort.Search(len(c.model), func(i int) bool { return ikey.Compare(c.model[i].key, p) >= 0 })
+}
+
+// at asserts that the iterator stands at model[i] (or at nothing if i is
+// out of range) after an operation that returned ok, and reports whether
+// it stands at an entry.
+func (c *iterChecker) at(op string, ok bool, i int) bool {
+	c.t.Helper()
+	if i < 0 || i >= len(c.model) {
+		if ok {
+			c.t.Errorf("%s: at %s, want exhausted", op, ikey.String(c.it.Key()))
+		} else if err := c.it.Err(); err != nil {
+			c.t.Errorf("%s: %v", op, err)
+		}
+		return false
+	}
+	if !ok {
+		c.t.Errorf("%s: exhausted (err %v), want %s", op, c.it.Err(), ikey.String(c.model[i].key))
+		return false
+	}
+	if !bytes.Equal(c.it.Key(), c.model[i].key) || !bytes.Equal(c.it.Value(), c.model[i].val) {
+		c.t.Errorf("%s: at %s (%d-byte value), want %s", op, ikey.String(c.it.Key()), len(c.it.Value()), ikey.String(c.model[i].key))
+		return false
+	}
+	return true
+}
+
+// walk moves the iterator at random (steps both ways, seeks), so that
+// direction changes happen across block boundaries.
+func (c *iterChecker) walk(probes [][]byte, rng *rand.Rand) {
+	i := -1
+	for step := 0; step < 4*len(c.model)+10 && !c.t.Failed(); step++ {
+		switch op := rng.Intn(10); {
+		case op < 4 && i >= 0 && i < len(c.model):
+			i++
+			c.at("walk Next", c.it.Next(), i)
+		case op < 8 && i >= 0 && i < len(c.model):
+			i--
+			c.at("walk Prev", c.it.Prev(), i)
+		case len(probes) > 0:
+			p := probes[rng.Intn(len(probes))]
+			i = c.search(p)
+			if rng.Intn(2) == 0 {
+				c.at("walk SeekGE", c.it.SeekGE(p), i)
+			} else {
+				i--
+				c.at("walk SeekLT", c.it.SeekLT(p), i)
+			}
+		}
 	}
 }

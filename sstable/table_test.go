@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/shale-db/shale/internal/cache"
@@ -316,4 +317,32 @@ func TestCacheServesBlocks(t *testing.T) {
 	if counter.n == before {
 		t.Fatal("scan after EvictFile read nothing")
 	}
+}
+
+// TestConcurrentReaders uses one Reader and one block cache from several
+// goroutines (run with -race).
+func TestConcurrentReaders(t *testing.T) {
+	model := randomEntries(rand.New(rand.NewSource(12)), 2000, 200)
+	r := openTable(t, writeTable(t, model, WriterOptions{BlockSize: 512}), ReaderOptions{FileNum: 1, Cache: cache.New(32 << 10)})
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			it := r.NewIter()
+			defer it.Close()
+			for i := g; i < len(model); i += 7 {
+				e := model[i]
+				if !it.SeekGE(e.key) || !bytes.Equal(it.Value(), e.val) {
+					t.Errorf("SeekGE(%s): %v", ikey.String(e.key), it.Err())
+					return
+				}
+				if _, _, found, err := r.Get(ikey.UserKey(e.key), ikey.Seq(e.key)); !found || err != nil {
+					t.Errorf("Get(%s): %v %v", ikey.String(e.key), found, err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
 }

@@ -274,6 +274,8 @@ type releasingIter struct {
 	release func()
 }
 
+var _ iterator.Iterator = (*releasingIter)(nil)
+
 // Close closes the table iterator and releases the table; safe twice.
 func (it *releasingIter) Close() error {
 	err := it.Iterator.Close()
