@@ -3,6 +3,7 @@ package memtable
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,6 +99,33 @@ func BenchmarkAdd(b *testing.B) {
 				cpu.stop(0)
 			})
 		}
+	}
+}
+
+// BenchmarkGCWithMemtable times a full garbage collection while a
+// memtable of 200,000 entries (about 24 MiB, a large write buffer) is
+// live: the cost each GC cycle pays for the memtable, with and without the
+// arena. ns/op is per collection.
+func BenchmarkGCWithMemtable(b *testing.B) {
+	keys := benchKeys(200_000, false)
+	for _, chunk := range []struct {
+		name string
+		size int
+	}{{"arena", arenaChunkSize}, {"noarena", 0}} {
+		b.Run(chunk.name, func(b *testing.B) {
+			m := New()
+			m.arena.chunkSize = chunk.size
+			for i, k := range keys {
+				m.Add(uint64(i+1), ikey.KindSet, k, benchValue)
+			}
+			runtime.GC()
+			cpu := startCPU(b)
+			for i := 0; i < b.N; i++ {
+				runtime.GC()
+			}
+			cpu.stop(0)
+			runtime.KeepAlive(m)
+		})
 	}
 }
 

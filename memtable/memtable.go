@@ -1,40 +1,50 @@
 // Package memtable holds the newest writes in memory, ordered by internal
 // key (user key ascending, sequence number descending: ikey.Compare), until
-// they are flushed to a table.
+// they are flushed to a table. It is a github.com/google/btree BTreeG of
+// entries whose bytes are carved from an arena of 64 KiB chunks.
 //
-// Use: the engine creates a Memtable with New, appends each batch after its
-// WAL write with Apply (or single entries with Add), answers point reads with
-// Get at a sequence number, and reads ranges or flushes with NewIter. When
-// ApproximateSize passes the write buffer size the engine stops writing to
-// it and flushes it.
+// Use: the engine creates a Memtable with New, applies each batch after its
+// WAL write with Apply (or single entries with Add), answers point reads
+// with Get at a sequence number, and scans for reads and flushes with
+// NewIter. When ApproximateSize passes the write buffer size the engine
+// stops writing to it and flushes it.
 //
 // Concurrency: every method is safe for concurrent use. Writes (Add, Apply)
-// are serialized by an internal mutex, so there is one writer at a time; the
-// engine serializes them anyway. Any number of Get calls and iterators run
-// alongside the writer: a Get sees each entry either wholly or not at all,
-// and a batch passed to Apply becomes visible to Get at once (no reader sees
-// part of it). An Iterator is for one goroutine, but many iterators may run
-// at once.
+// are serialized by an internal mutex: one writer at a time, which the
+// engine ensures anyway. Any number of Get calls and iterators run
+// alongside the writer. Apply inserts a batch under one acquisition of the
+// write lock, so a Get sees all of a batch or none of it. An Iterator is
+// for one goroutine; many may run at once. An iterator sees every entry
+// that existed when it was created exactly once per pass, in order; entries
+// added later may or may not appear (always in order, and possibly only
+// part of a batch), so the engine filters them out by sequence number.
 //
 // Immutability: the memtable never modifies or reuses bytes it has stored.
 // Slices returned by Get, Iterator.Key and Iterator.Value stay valid and
-// unchanged for as long as the caller keeps them (longer than the iterator
-// contract promises); they must not be modified. Keeping one pins the
-// arena chunk (64 KiB) it lives in; the engine copies values it hands to
-// users.
+// unchanged for as long as the caller keeps them, longer than the iterator
+// contract promises; they must not be modified. Keeping one pins the 64 KiB
+// chunk it lives in, so the engine copies the values it hands to users.
 //
-// Why an iterator re-seeks in chunks: google/btree iterates only by
-// callback, and its reads are unsafe alongside a write. An Iterator
-// therefore copies a run of entries (the entries are small headers; their
-// bytes are never copied) out of the tree under the read lock, releases it,
-// serves the run, and re-seeks strictly after the last key it served for the
-// next run. Entries are never removed, so every entry present when the
-// iterator was created is seen exactly once per pass, in order; entries
-// added later may or may not be seen, always in order (the engine filters
-// them by sequence number). The alternative, a Clone of the tree per
-// iterator read through iter.Pull, measured slower to iterate and made the
-// writer copy tree nodes after every clone; the package benchmarks
-// (BenchmarkIter*, BenchmarkAddWhileIterating) compare the two.
+// Design, as measured by the package benchmarks (20,000 entries of 16-byte
+// keys and 100-byte values; process CPU time, on a shared 2-core machine):
+//
+//   - Iteration. The B-tree iterates only by callback, and its reads are
+//     unsafe alongside a write. An Iterator copies a run of entry headers
+//     (never their bytes) out of the tree under the read lock, releases it,
+//     serves the run, and re-seeks strictly after the last entry it served
+//     for the next run: 8 entries after a seek, doubling to 256. Entries
+//     are never removed, which makes this exact. The alternative, cloning
+//     the tree at NewIter and reading the clone through iter.Pull, scanned
+//     at 222 ns per entry against 36 (the bare callback: 11), sought at
+//     6.2 us against 0.8, and, because Clone makes the writer copy every
+//     node it then touches, slowed Adds beside an iterator-opening reader
+//     from about 4 us to 6-12 us.
+//   - Arena. Carving entries from 64 KiB chunks makes Add allocation-free
+//     in the steady state, costs the same CPU, and cuts what each garbage
+//     collection spends on a 200,000-entry memtable by 30%.
+//   - Comparison. Each entry caches its user key's first 8 bytes and its
+//     trailer, so most comparisons touch no key bytes: Get fell from about
+//     970 to 370 ns on random keys.
 package memtable
 
 import (

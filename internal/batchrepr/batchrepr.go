@@ -149,11 +149,15 @@ func uvarintLen(n int) int {
 // Append appends the entries of src to dst and adds src's count to dst's,
 // as LevelDB's WriteBatchInternal::Append does: the result's entries are
 // dst's then src's, and its sequence number stays dst's. If dst is empty,
-// the result is a copy of src (header included). The group-commit leader
-// uses it to write several batches as one WAL record, then stamps the
-// result with SetSeq. src must be at least HeaderLen long; it is not
-// validated (it is expected to come from this package's writers).
+// the result is a copy of src (header included). A src shorter than the
+// header (such as a nil repr) counts as an empty batch. The group-commit
+// leader uses Append to write several batches as one WAL record, then
+// stamps the result with SetSeq. src is not validated: it is expected to
+// come from this package's writers.
 func Append(dst, src []byte) []byte {
+	if len(src) < HeaderLen {
+		return dst
+	}
 	if len(dst) == 0 {
 		return append(dst, src...)
 	}

@@ -224,8 +224,10 @@ func TestAppend(t *testing.T) {
 	b := encode(99, []entry{{ikey.KindDelete, []byte("b"), nil}, {ikey.KindSet, []byte("c"), []byte("3")}})
 	empty := encode(5, nil)
 
-	got := Append(nil, a)
+	got := Append(nil, nil)
+	got = Append(got, a)
 	got = Append(got, empty)
+	got = Append(got, nil)
 	got = Append(got, b)
 	want := encode(10, []entry{{ikey.KindSet, []byte("a"), []byte("1")}, {ikey.KindDelete, []byte("b"), nil}, {ikey.KindSet, []byte("c"), []byte("3")}})
 	if !bytes.Equal(got, want) {
