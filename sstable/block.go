@@ -221,6 +221,10 @@ func (b *blockIter) Last() bool {
 		b.valid = false
 		return false
 	}
+	if b.next == b.restartsOff && b.restartsOff > 0 {
+		b.corrupt("last restart point has no entry")
+		return false
+	}
 	for b.parseNext() {
 		if b.next >= b.restartsOff {
 			return true
