@@ -37,13 +37,15 @@ type ReaderOptions struct {
 // A Reader is safe for concurrent use by any number of Get calls and
 // iterators, provided its io.ReaderAt is.
 type Reader struct {
-	r        io.ReaderAt
-	size     int64
-	opts     ReaderOptions
-	footer   Footer
-	index    []byte        // decoded index block
-	filter   *filterReader // nil: no usable filter
-	metaKeys []metaEntry   // every metaindex entry, for Layout
+	r      io.ReaderAt
+	size   int64
+	opts   ReaderOptions
+	footer Footer
+	index  []byte        // decoded index block
+	filter *filterReader // nil: no usable filter
+	// filterErr is why a filter the metaindex names was dropped, if it was.
+	filterErr error
+	metaKeys  []metaEntry // every metaindex entry, for Layout
 
 	skipChecksums bool // only for fuzzing
 }
@@ -110,12 +112,16 @@ func (t *Reader) readMetaIndex() error {
 		if string(it.key) != FilterMetaKey {
 			continue
 		}
+		// A filter that cannot be read is dropped, as LevelDB drops it:
+		// the table still answers every read, only without the shortcut.
 		if n == 0 {
-			return t.corrupt(int64(h.Offset), "metaindex: bad filter block handle")
+			t.filterErr = t.corrupt(int64(h.Offset), "metaindex: bad filter block handle")
+			continue
 		}
 		fb, err := t.readBlock(bh)
 		if err != nil {
-			return err
+			t.filterErr = err
+			continue
 		}
 		t.filter, _ = newFilterReader(fb)
 	}
@@ -308,6 +314,10 @@ func (t *Reader) NewIter() iterator.Iterator {
 
 // HasFilter reports whether Get consults a bloom filter.
 func (t *Reader) HasFilter() bool { return t.filter != nil }
+
+// FilterErr returns why the filter block the table names was dropped (it
+// was damaged), or nil. Such a table reads correctly, only slower.
+func (t *Reader) FilterErr() error { return t.filterErr }
 
 // Close releases the Reader; it holds no resources beyond memory, so this
 // only marks the end of its use. It does not close the io.ReaderAt, which
