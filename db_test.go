@@ -429,3 +429,21 @@ func TestSequenceGrowsAcrossReopen(t *testing.T) {
 		check(v)
 	}
 }
+
+// A read-only Open of a directory without LOCK (a copied database) creates
+// nothing, not even LOCK.
+func TestReadOnlyCreatesNoLock(t *testing.T) {
+	db, dir := openDB(t, nil)
+	mustPut(t, db, "a", "1")
+	db.Close()
+	if err := os.Remove(filepath.Join(dir, "LOCK")); err != nil {
+		t.Fatal(err)
+	}
+	before := dirListing(t, dir)
+	ro := reopen(t, dir, &shale.Options{ReadOnly: true})
+	wantGet(t, ro, "a", []byte("1"))
+	ro.Close()
+	if after := dirListing(t, dir); after != before {
+		t.Fatalf("read-only Open changed the directory:\nbefore %s\nafter  %s", before, after)
+	}
+}

@@ -80,7 +80,16 @@ func (db *DB) lockDir() error {
 	} else if err := db.createDir(); err != nil {
 		return err
 	}
-	l, err := db.fs.Lock(filename.Make(db.dir, filename.Lock, 0), db.opts.ReadOnly)
+	lockName := filename.Make(db.dir, filename.Lock, 0)
+	if db.opts.ReadOnly {
+		if _, err := db.fs.Stat(lockName); stderrors.Is(err, fs.ErrNotExist) {
+			// A copy of a database may lack LOCK; a read-only Open
+			// creates nothing, so it reads such a copy unlocked.
+			db.lock = nopCloser{}
+			return nil
+		}
+	}
+	l, err := db.fs.Lock(lockName, db.opts.ReadOnly)
 	if err != nil {
 		if stderrors.Is(err, vfs.ErrLocked) {
 			return &lockedError{dir: db.dir}
@@ -185,6 +194,10 @@ func (db *DB) abandon() {
 	}
 	db.lock.Close()
 }
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
 
 // lockedError reports that another DB holds the directory.
 type lockedError struct{ dir string }

@@ -76,6 +76,8 @@ type Options struct {
 	// disk: no files are created, rewritten or deleted, and the lock is
 	// taken shared, so read-only opens exclude a writer but not each other.
 	// Open fails if there is no database. Writes fail with ErrReadOnly.
+	// A directory without a LOCK file (a copy of a database, say) is read
+	// without a lock rather than have one created.
 	ReadOnly bool
 	// Recovery says how Open treats damage in the write-ahead logs.
 	Recovery RecoveryMode
