@@ -43,9 +43,9 @@ func randomLog(t testing.TB, rng *rand.Rand, n int) ([][]byte, [][]frag, []byte)
 	return recs, frags, buf.Bytes()
 }
 
-// rounds returns n, or 20n when SHALE_LONG_TESTS is set.
+// rounds returns n, or 20n when SHALE_WAL_LONG is set.
 func rounds(n int) int {
-	if os.Getenv("SHALE_LONG_TESTS") != "" {
+	if os.Getenv("SHALE_WAL_LONG") != "" {
 		return 20 * n
 	}
 	return n
@@ -78,7 +78,7 @@ func TestPropertyRoundTrip(t *testing.T) {
 func TestPropertyCut(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
-	for range rounds(10) {
+	for range rounds(6) {
 		recs, frags, log := randomLog(t, rng, 5+rng.IntN(15))
 		for _, c := range interestingOffsets(rng, frags, len(log)) {
 			checkCut(t, recs, frags, log, c)
@@ -151,7 +151,7 @@ func checkCut(t *testing.T, recs [][]byte, frags [][]frag, log []byte, c int) {
 func TestPropertyDamage(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
-	for range rounds(8) {
+	for range rounds(5) {
 		recs, frags, log := randomLog(t, rng, 5+rng.IntN(15))
 		for _, d := range interestingOffsets(rng, frags, len(log)-1) {
 			bad := bytes.Clone(log)
