@@ -123,6 +123,13 @@ func (b *blockIter) parseNext() bool {
 		if r > b.offset {
 			break
 		}
+		if r < b.offset {
+			// Scanning from a restart point, every later one must start
+			// an entry we reach: one we stepped over is mid-entry or out
+			// of order, and reading back from it would give other keys.
+			b.corrupt("restart point %d at %d is not at an entry boundary", b.restartIdx+1, r)
+			return false
+		}
 		b.restartIdx++
 	}
 	shared, unshared, vlen, p, ok := b.decodeHeader(b.offset)

@@ -31,8 +31,10 @@ func seedTables(t testing.TB) [][]byte {
 }
 
 // FuzzBlock decodes and iterates over arbitrary bytes as a block: every
-// operation must end (error or not) without a panic, and keys of an
-// internal block are always valid internal keys.
+// operation must end (error or not) without a panic, keys of an internal
+// block are always valid internal keys, forward and backward iteration
+// agree when neither reports damage, and on a block whose keys ascend every
+// seek lands where the forward scan says it should (or reports damage).
 func FuzzBlock(f *testing.F) {
 	rng := rand.New(rand.NewSource(11))
 	for _, n := range []int{0, 1, 5, 40} {
@@ -44,35 +46,83 @@ func FuzzBlock(f *testing.F) {
 	meta.restartInterval = 16
 	meta.add([]byte(FilterMetaKey), appendHandle(nil, BlockHandle{100, 200}))
 	f.Add(append([]byte(nil), meta.finish()...), false)
+	f.Add(misplacedRestartsBlock(), false)
 	f.Fuzz(func(t *testing.T, data []byte, internal bool) {
 		var it blockIter
 		if it.init(data, internal, "fuzz", 0) != nil {
 			return
 		}
 		var keys [][]byte
-		n := 0
-		for ok := it.First(); ok && n <= len(data); ok = it.Next() {
+		for ok := it.First(); ok && len(keys) <= len(data); ok = it.Next() {
 			if internal && !ikey.Valid(it.key) {
 				t.Fatalf("invalid internal key %x", it.key)
 			}
 			keys = append(keys, append([]byte(nil), it.key...))
-			n++
 		}
-		if n > len(data) {
-			t.Fatalf("%d entries from %d bytes", n, len(data))
+		if len(keys) > len(data) {
+			t.Fatalf("%d entries from %d bytes", len(keys), len(data))
 		}
-		for ok := it.Last(); ok && n >= 0; ok = it.Prev() {
-			n--
+		fwdErr := it.err
+		it.err = nil
+		var back [][]byte
+		for ok := it.Last(); ok && len(back) <= len(data); ok = it.Prev() {
+			back = append(back, append([]byte(nil), it.key...))
 		}
-		for _, k := range keys {
-			if !internal || len(k) >= ikey.TrailerLen {
-				it.err = nil
-				it.SeekGE(k)
-				it.err = nil
-				it.SeekLT(k)
+		if len(back) > len(data) {
+			t.Fatalf("%d entries backward from %d bytes", len(back), len(data))
+		}
+		if fwdErr == nil && it.err == nil && !sameReversed(keys, back) {
+			t.Fatalf("forward %q, backward %q", keys, back)
+		}
+		ascending := fwdErr == nil && isAscending(&it, keys)
+		for i, k := range keys {
+			if internal && len(k) < ikey.TrailerLen {
+				continue
+			}
+			it.err = nil
+			if ok := it.SeekGE(k); ascending && (ok && it.compare(it.key, k) != 0 || !ok && it.err == nil) {
+				t.Fatalf("SeekGE(%q) = %v %q, %v; the scan has it", k, ok, it.key, it.err)
+			}
+			it.err = nil
+			ok := it.SeekLT(k)
+			if ascending && (ok && (i == 0 || it.compare(it.key, keys[i-1]) != 0) || !ok && i > 0 && it.err == nil) {
+				t.Fatalf("SeekLT(%q) = %v %q, %v; entry %d of %q", k, ok, it.key, it.err, i, keys)
 			}
 		}
 	})
+}
+
+// misplacedRestartsBlock returns a bytewise block whose restart points are
+// out of order: restart 0 is the middle of entry "a", whose value parses
+// as an entry "z". Read from restart 0 it holds z, b; from restart 1, a, b.
+func misplacedRestartsBlock() []byte {
+	return []byte{
+		0, 1, 4, 'a', 0, 1, 0, 'z', // "a" = "\x00\x01\x00z"; at 4: "z" = ""
+		0, 1, 0, 'b', // "b" = ""
+		4, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, // restarts [4, 0]
+	}
+}
+
+func sameReversed(fwd, back [][]byte) bool {
+	if len(fwd) != len(back) {
+		return false
+	}
+	for i := range fwd {
+		if !bytes.Equal(fwd[i], back[len(back)-1-i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// isAscending reports whether keys strictly ascend in the block's order.
+func isAscending(it *blockIter, keys [][]byte) bool {
+	for i := 1; i < len(keys); i++ {
+		if it.compare(keys[i-1], keys[i]) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // FuzzFooter decodes arbitrary bytes as a footer; what decodes must
@@ -99,8 +149,9 @@ func FuzzFooter(f *testing.F) {
 
 // FuzzTable opens arbitrary bytes as a table, with and without checksum
 // verification (so that the fuzzer reaches the decoders behind the
-// checksums), and reads everything. Errors are fine; panics, hangs and
-// errors not matching ErrCorrupt or ErrUnsupported are not.
+// checksums), and reads everything. Errors are fine; panics, hangs, errors
+// not matching ErrCorrupt or ErrUnsupported, and forward and backward
+// scans that both succeed but disagree are not.
 func FuzzTable(f *testing.F) {
 	for _, b := range seedTables(f) {
 		f.Add(b)
@@ -131,11 +182,18 @@ func fuzzReadTable(t *testing.T, b []byte, verify bool) {
 	if len(keys) > len(b) {
 		t.Fatalf("%d entries from %d bytes", len(keys), len(b))
 	}
-	check(it.Close())
+	fwdErr := it.Close()
+	check(fwdErr)
 	it = r.NewIter()
-	for ok, n := it.Last(), 0; ok && n <= len(b); ok, n = it.Prev(), n+1 {
+	var back [][]byte
+	for ok := it.Last(); ok && len(back) <= len(b); ok = it.Prev() {
+		back = append(back, append([]byte(nil), it.Key()...))
 	}
-	check(it.Close())
+	backErr := it.Close()
+	check(backErr)
+	if fwdErr == nil && backErr == nil && !sameReversed(keys, back) {
+		t.Fatalf("forward %d keys, backward %d, or in another order", len(keys), len(back))
+	}
 	for _, k := range keys {
 		_, _, _, err := r.Get(ikey.UserKey(k), ikey.Seq(k))
 		check(err)
@@ -153,4 +211,39 @@ func fuzzReadTable(t *testing.T, b []byte, verify bool) {
 			check(blk.Err)
 		}
 	}
+}
+
+// FuzzFilter checks the filter block both ways. Built by the writer over
+// the '\n'-separated user keys in keys, three to a data block spaced step
+// bytes apart, it must answer "maybe" for every key at its block (a false
+// "no" would hide an entry). Parsed from arbitrary bytes raw, it must
+// answer any question without a panic.
+func FuzzFilter(f *testing.F) {
+	f.Add([]byte("a\nb\nc\nd\ne"), uint16(100), uint8(10), []byte{})
+	f.Add([]byte("apple\n\nbanana"), uint16(5000), uint8(1), []byte{0, 0, 0, 0, 11})
+	f.Add([]byte("k"), uint16(0), uint8(200), []byte{1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Fuzz(func(t *testing.T, keys []byte, step uint16, bits uint8, raw []byte) {
+		fw := filterWriter{bitsPerKey: int(bits)}
+		users := bytes.Split(keys, []byte("\n"))
+		for i, u := range users {
+			if i%3 == 0 {
+				fw.startBlock(uint64(i/3) * uint64(step))
+			}
+			fw.addKey(ikey.Make(u, 1, ikey.KindSet))
+		}
+		fr, ok := newFilterReader(fw.finish())
+		if !ok {
+			t.Fatal("the writer's filter block does not parse")
+		}
+		for i, u := range users {
+			if !fr.mayContain(uint64(i/3)*uint64(step), bloomHash(u)) {
+				t.Fatalf("filter hides key %q of block %d", u, i/3)
+			}
+		}
+		if fr, ok := newFilterReader(raw); ok {
+			for _, off := range []uint64{0, uint64(step), 1 << 11, 1<<64 - 1} {
+				fr.mayContain(off, bloomHash(keys))
+			}
+		}
+	})
 }
