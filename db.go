@@ -66,7 +66,7 @@ type DB struct {
 // MaxBatchSize is the largest encoded batch Write accepts: LevelDB's batch
 // format gives keys and values 32-bit lengths, so a larger one could not be
 // read back.
-const MaxBatchSize = 1<<32 - 1
+const MaxBatchSize uint64 = 1<<32 - 1
 
 // Put sets key to value. Both are copied.
 func (db *DB) Put(key, value []byte, d Durability) error {
@@ -98,7 +98,7 @@ func (db *DB) Write(b *Batch, d Durability) error {
 	if b == nil || b.Len() == 0 {
 		return db.checkOpen()
 	}
-	if len(b.repr) > MaxBatchSize {
+	if uint64(len(b.repr)) > MaxBatchSize {
 		return errors.Newf("shale: batch of %d bytes is over the limit of %d", len(b.repr), MaxBatchSize)
 	}
 	return db.commit.write(db, b, d == Sync)
