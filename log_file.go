@@ -57,8 +57,11 @@ func (l *logFile) close() error {
 
 // syncDir makes the directory's entries (creations, renames, deletions)
 // durable.
-func (db *DB) syncDir() error {
-	d, err := db.fs.OpenDir(db.dir)
+func (db *DB) syncDir() error { return db.syncDirPath(db.dir) }
+
+// syncDirPath makes the entries of directory dir durable.
+func (db *DB) syncDirPath(dir string) error {
+	d, err := db.fs.OpenDir(dir)
 	if err != nil {
 		return errors.Wrap(err, "shale: open directory")
 	}

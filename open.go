@@ -46,6 +46,7 @@ func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 	}
 	db.blockCache = cache.New(o.CacheSize)
 	db.tables = tablecache.New(fsys, dir, db.blockCache, o.MaxOpenFiles)
+	db.tableRefs.Store(1) // the DB's own, dropped by Close
 	rec, err := db.replayLogs()
 	if err != nil {
 		return nil, err
@@ -133,17 +134,29 @@ func (db *DB) loadVersions() error {
 	return markCorruption(err)
 }
 
-// checkNoTables refuses to create a new database over the files of an old
-// one whose CURRENT is lost: that would orphan every table (LevelDB's
-// repair, not a silent new start, is the way back).
+// checkNoTables refuses to create a new database over the tables of an
+// old one whose CURRENT is lost: that would orphan them (LevelDB's repair,
+// not a silent new start, is the way back). A MANIFEST without CURRENT
+// and without tables is what a crash inside the first Open leaves: it is
+// removed and the database created anew, replaying every WAL present.
 func (db *DB) checkNoTables() error {
 	names, err := db.fs.List(db.dir)
 	if err != nil {
 		return errors.Wrap(err, "shale: list database directory")
 	}
+	var stray []string
 	for _, name := range names {
-		if t, _, ok := filename.Parse(name); ok && (t == filename.Table || t == filename.Manifest) {
-			return errors.Wrapf(ErrCorruption, "shale: %s has %s but no CURRENT", db.dir, name)
+		t, _, ok := filename.Parse(name)
+		switch {
+		case ok && t == filename.Table:
+			return errors.Wrapf(ErrCorruption, "shale: %s has table %s but no CURRENT", db.dir, name)
+		case ok && t == filename.Manifest:
+			stray = append(stray, name)
+		}
+	}
+	for _, name := range stray {
+		if err := db.fs.Remove(filepath.Join(db.dir, name)); err != nil {
+			return errors.Wrap(err, "shale: remove MANIFEST left without CURRENT")
 		}
 	}
 	return nil

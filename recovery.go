@@ -67,11 +67,15 @@ func (db *DB) replayLogs() (*replayResult, error) {
 		edit:    &manifest.VersionEdit{},
 		lastSeq: db.vs.LastSequence(),
 	}
+	newest, err := db.newestLog(nums)
+	if err != nil {
+		return nil, err
+	}
 	stopped := false
 	for i, num := range nums {
 		lr := LogRecovery{FileNum: num}
 		if !stopped {
-			if err := db.replayLog(res, &lr, i == len(nums)-1); err != nil {
+			if err := db.replayLog(res, &lr, i >= newest); err != nil {
 				return nil, err
 			}
 			stopped = lr.Stopped
@@ -103,6 +107,23 @@ func (db *DB) logsToReplay() ([]uint64, error) {
 	}
 	slices.Sort(nums)
 	return nums, nil
+}
+
+// newestLog returns the index in nums of the newest log that holds
+// anything. Logs after it are empty: a crash can leave a new, empty WAL
+// beside the one whose torn tail is then still the legitimate end of the
+// writes (Open and a memtable switch create the new WAL before it is used).
+func (db *DB) newestLog(nums []uint64) (int, error) {
+	for i := len(nums) - 1; i > 0; i-- {
+		st, err := db.fs.Stat(filename.Make(db.dir, filename.Log, nums[i]))
+		if err != nil {
+			return 0, errors.Wrap(err, "shale: stat log")
+		}
+		if st.Size() > 0 {
+			return i, nil
+		}
+	}
+	return 0, nil
 }
 
 // replayLog applies one WAL's records to res.mem per the recovery mode.
@@ -195,24 +216,41 @@ func (db *DB) replayRecord(res *replayResult, lr *LogRecovery, rec []byte, off i
 }
 
 // retireLogs removes the replayed logs now that their writes are in a
-// table; a log with damage is moved to lost/ instead.
+// table; a log with damage is moved to lost/ instead, durably, so that its
+// bytes can still be examined after a power loss.
 func (db *DB) retireLogs(rec *replayResult) error {
 	lost := filepath.Join(db.dir, "lost")
+	movedAny := false
 	for i := range rec.report.Logs {
 		lr := &rec.report.Logs[i]
 		name := filename.Make(db.dir, filename.Log, lr.FileNum)
 		if !lr.Damaged() {
-			if err := db.fs.Remove(name); err != nil {
-				return errors.Wrap(err, "shale: remove replayed log")
-			}
 			continue
 		}
-		if err := db.fs.MkdirAll(lost, 0o755); err != nil {
-			return errors.Wrap(err, "shale: create lost/")
+		if !movedAny {
+			if err := db.fs.MkdirAll(lost, 0o755); err != nil {
+				return errors.Wrap(err, "shale: create lost/")
+			}
+			if err := db.syncDir(); err != nil { // lost/ itself is durable
+				return err
+			}
+			movedAny = true
 		}
 		lr.MovedTo = filepath.Join(lost, filepath.Base(name))
 		if err := db.fs.Rename(name, lr.MovedTo); err != nil {
 			return errors.Wrap(err, "shale: move damaged log to lost/")
+		}
+	}
+	if movedAny {
+		if err := db.syncDirPath(lost); err != nil {
+			return err
+		}
+	}
+	for _, lr := range rec.report.Logs {
+		if !lr.Damaged() {
+			if err := db.fs.Remove(filename.Make(db.dir, filename.Log, lr.FileNum)); err != nil {
+				return errors.Wrap(err, "shale: remove replayed log")
+			}
 		}
 	}
 	db.recovery = rec.report
