@@ -7,8 +7,9 @@ import "github.com/shale-db/shale/internal/batchrepr"
 // is an empty batch ready to use.
 //
 // A Batch copies the keys and values it is given, so the caller may reuse
-// its buffers at once. It is not safe for concurrent use, and must not be
-// changed while a Write of it is in progress.
+// its buffers at once. It is not safe for concurrent use: it must not be
+// changed, nor passed to another Write, while a Write of it is in progress
+// (Write stores the sequence number in it).
 //
 // The encoding is LevelDB's WriteBatch: each write-ahead log record is
 // exactly what LevelDB would write, so LevelDB and goleveldb can replay

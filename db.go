@@ -34,7 +34,11 @@ type DB struct {
 	vs         *manifest.VersionSet
 	blockCache *cache.Cache
 	tables     *tablecache.Cache
-	recovery   RecoveryReport
+	// tableRefs counts the DB's own reference to tables plus one per read
+	// under way (a Get, or an open Iterator): the table cache closes when
+	// it drops to zero, so that Close never pulls files from under a read.
+	tableRefs atomic.Int32
+	recovery  RecoveryReport
 
 	// visibleSeq is the sequence number of the newest write that readers
 	// may see: every batch at or below it has been applied whole.
@@ -93,7 +97,7 @@ func (db *DB) Write(b *Batch, d Durability) error {
 		return errors.Newf("shale: invalid durability %d", int(d))
 	}
 	if db.opts.ReadOnly {
-		return ErrReadOnly
+		return db.readOnlyError()
 	}
 	if b == nil || b.Len() == 0 {
 		return db.checkOpen()
@@ -113,11 +117,29 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 	return db.get(key, db.visibleSeq.Load())
 }
 
+// readOnlyError is the error of a write to a read-only DB: ErrClosed once
+// it is closed, ErrReadOnly before.
+func (db *DB) readOnlyError() error {
+	if err := db.checkOpen(); err != nil {
+		return err
+	}
+	return ErrReadOnly
+}
+
 func (db *DB) checkOpen() error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.mu.closed {
 		return ErrClosed
+	}
+	return nil
+}
+
+// releaseTables drops one reference to the table cache, closing it with
+// the last.
+func (db *DB) releaseTables() error {
+	if db.tableRefs.Add(-1) == 0 && db.tables != nil {
+		return db.tables.Close()
 	}
 	return nil
 }
@@ -129,6 +151,9 @@ func (db *DB) Recovery() RecoveryReport { return db.recovery }
 // and releases the directory. Data acknowledged by a write is already in
 // the write-ahead log, so Close does not need to flush the memtable. Using
 // the DB after Close returns ErrClosed; a second Close returns ErrClosed.
+// Iterators still open keep reading the tables they hold until they are
+// closed. If background work had failed (writes were then refused), Close
+// returns that error too.
 func (db *DB) Close() error {
 	db.mu.Lock()
 	if db.mu.closed {
@@ -152,10 +177,9 @@ func (db *DB) Close() error {
 		err = errors.CombineErrors(err, db.mu.log.close())
 		db.mu.log = nil
 	}
+	err = errors.CombineErrors(err, db.mu.bgErr)
 	db.mu.Unlock()
-	if db.tables != nil {
-		err = errors.CombineErrors(err, db.tables.Close())
-	}
+	err = errors.CombineErrors(err, db.releaseTables())
 	if db.vs != nil {
 		err = errors.CombineErrors(err, db.vs.Close())
 	}

@@ -10,7 +10,7 @@ import (
 // recorded in the MANIFEST. Flushing an empty memtable does nothing.
 func (db *DB) Flush() error {
 	if db.opts.ReadOnly {
-		return ErrReadOnly
+		return db.readOnlyError()
 	}
 	if err := db.commit.enqueue(db, nil, false, true); err != nil {
 		return err
@@ -57,10 +57,12 @@ func (db *DB) switchMemtableLocked() error {
 	if err != nil {
 		return db.setBackgroundErrorLocked(err)
 	}
-	if err := db.mu.log.close(); err != nil {
-		return db.setBackgroundErrorLocked(errors.CombineErrors(err, log.close()))
-	}
+	old := db.mu.log
 	db.mu.log = log
+	if err := old.close(); err != nil {
+		// The old WAL's tail may not be durable: stop writes.
+		return db.setBackgroundErrorLocked(err)
+	}
 	db.mu.imm = db.mu.mem
 	db.mu.immLastSeq = db.commit.lastSeq // the caller is the commit leader
 	db.mu.mem = memtable.New()

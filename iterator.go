@@ -106,8 +106,9 @@ func (it *Iterator) Err() error {
 	return markCorruption(it.it.Err())
 }
 
-// Close releases the iterator and returns Err's value from before Close,
-// ignoring ErrClosed. Closing twice is safe.
+// Close releases the iterator and returns the error that stopped the
+// iteration, if any (for an iterator made on a closed DB, ErrClosed).
+// Closing twice is safe and returns the same.
 func (it *Iterator) Close() error {
 	if it.closed {
 		return it.err
@@ -169,13 +170,13 @@ func (s *Snapshot) Backward(o *IterOptions) iter.Seq2[Entry, error] {
 func seqOf(open func() *Iterator, reverse bool) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		it := open()
+		defer it.Close() // also when the loop body panics
 		start, step := it.First, it.Next
 		if reverse {
 			start, step = it.Last, it.Prev
 		}
 		for ok := start(); ok; ok = step() {
 			if !yield(Entry{Key: it.Key(), Value: it.Value()}, nil) {
-				it.Close()
 				return
 			}
 		}

@@ -2,8 +2,11 @@ package shale
 
 import (
 	"bytes"
+	stderrors "errors"
+	"io/fs"
 	"slices"
 
+	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/internal/dbiter"
 	"github.com/shale-db/shale/internal/ikey"
 	"github.com/shale-db/shale/internal/iterator"
@@ -19,16 +22,24 @@ type readState struct {
 	v        *manifest.Version
 }
 
-// acquire returns the current read state with a reference on its version.
-// The memtables and the version are taken under one lock, so that a flush
-// finishing in between cannot hide the immutable memtable's entries.
+// acquire returns the current read state with a reference on its version
+// and on the table cache; release gives both back. The memtables and the
+// version are taken under one lock, so that a flush finishing in between
+// cannot hide the immutable memtable's entries.
 func (db *DB) acquire() (readState, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.mu.closed {
 		return readState{}, ErrClosed
 	}
+	db.tableRefs.Add(1)
 	return readState{mem: db.mu.mem, imm: db.mu.imm, v: db.vs.Current()}, nil
+}
+
+// release gives back what acquire took.
+func (db *DB) release(rs readState) {
+	rs.v.Unref()
+	db.releaseTables()
 }
 
 // get returns a copy of the newest value of key at or below seq.
@@ -37,7 +48,7 @@ func (db *DB) get(key []byte, seq uint64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rs.v.Unref()
+	defer db.release(rs)
 	for _, m := range []*memtable.Memtable{rs.mem, rs.imm} {
 		if m == nil {
 			continue
@@ -73,7 +84,7 @@ func (db *DB) get(key []byte, seq uint64) ([]byte, error) {
 func (db *DB) getFromTable(f *manifest.FileMeta, key []byte, seq uint64) (v []byte, done bool, err error) {
 	r, release, err := db.tables.Get(f.Num, f.Size)
 	if err != nil {
-		return nil, true, markCorruption(err)
+		return nil, true, tableOpenError(f, err)
 	}
 	defer release()
 	val, kind, found, err := r.Get(key, seq)
@@ -117,10 +128,9 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 			iters = append(iters, leveliter.New(files, fileBounds, db.openTable))
 		}
 	}
-	v := rs.v
 	return &Iterator{
 		it:   dbiter.New(merging.New(iters...), seq, lower, upper),
-		done: v.Unref,
+		done: func() { db.release(rs) },
 	}
 }
 
@@ -156,7 +166,19 @@ func fileBounds(f *manifest.FileMeta) (smallest, largest []byte) { return f.Smal
 // openTable opens an iterator over one table.
 func (db *DB) openTable(f *manifest.FileMeta) (iterator.Iterator, error) {
 	it, err := db.tables.NewIter(f.Num, f.Size)
-	return it, markCorruption(err)
+	if err != nil {
+		return nil, tableOpenError(f, err)
+	}
+	return it, nil
+}
+
+// tableOpenError marks a table the MANIFEST names but that is missing as
+// corruption, as it marks damage inside one.
+func tableOpenError(f *manifest.FileMeta, err error) error {
+	if stderrors.Is(err, fs.ErrNotExist) {
+		return errors.Wrapf(ErrCorruption, "shale: table %06d is missing: %v", f.Num, err)
+	}
+	return markCorruption(err)
 }
 
 // tableIter opens an iterator over one table; a failure to open becomes an

@@ -37,7 +37,7 @@ func (db *DB) Stats() (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	defer rs.v.Unref()
+	defer db.release(rs)
 	s := Stats{LastSequence: db.visibleSeq.Load(), MemtableSize: rs.mem.ApproximateSize()}
 	if rs.imm != nil {
 		s.MemtableSize += rs.imm.ApproximateSize()
