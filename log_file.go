@@ -28,18 +28,21 @@ func (db *DB) createLog(num uint64) (*logFile, error) {
 	return &logFile{num: num, f: f, w: wal.NewWriter(f)}, nil
 }
 
-// append writes one record to the OS and, if sync, to the disk.
-func (l *logFile) append(repr []byte, sync bool) error {
+// append writes one record to the OS.
+func (l *logFile) append(repr []byte) error {
 	if err := l.w.WriteRecord(repr); err != nil {
 		return errors.Wrapf(err, "shale: write log %06d", l.num)
 	}
 	if err := l.w.Flush(); err != nil {
 		return errors.Wrapf(err, "shale: write log %06d", l.num)
 	}
-	if sync {
-		if err := l.f.Sync(); err != nil {
-			return errors.Wrapf(err, "shale: sync log %06d", l.num)
-		}
+	return nil
+}
+
+// sync makes what was appended durable.
+func (l *logFile) sync() error {
+	if err := l.f.Sync(); err != nil {
+		return errors.Wrapf(err, "shale: sync log %06d", l.num)
 	}
 	return nil
 }
