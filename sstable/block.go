@@ -51,6 +51,11 @@ func (b *blockIter) init(data []byte, internal bool, file string, blockOff int64
 	if n == 0 && b.restartsOff != 0 {
 		return b.corrupt("block without restart points has entries")
 	}
+	if r := binary.LittleEndian.Uint32(data[b.restartsOff:]); n > 0 && r != 0 {
+		// The first entry is always a restart point: one elsewhere would
+		// hide the entries before it.
+		return b.corrupt("restart point 0 is at %d, not 0", r)
+	}
 	b.offset, b.next = b.restartsOff, b.restartsOff
 	return nil
 }
@@ -112,6 +117,11 @@ func (b *blockIter) decodeHeader(off int) (shared, unshared, vlen, p int, ok boo
 func (b *blockIter) parseNext() bool {
 	b.offset = b.next
 	if b.offset >= b.restartsOff {
+		if b.restartIdx+1 < b.numRestarts {
+			// Every restart point starts an entry, so all have been passed.
+			b.corrupt("restart point %d is not at an entry", b.restartIdx+1)
+			return false
+		}
 		b.valid = false
 		return false
 	}
