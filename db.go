@@ -61,10 +61,15 @@ type DB struct {
 		flushed sync.Cond
 		// snapshots holds the sequence numbers of open snapshots.
 		snapshots snapshotList
+		// pendingOutputs holds the numbers of tables being written by a
+		// compaction, not yet live, which deleteObsoleteFiles must spare.
+		pendingOutputs map[uint64]struct{}
 	}
 	// bgWake wakes the background loop; bgDone closes when it exits.
 	bgWake chan struct{}
 	bgDone chan struct{}
+	// compactCh carries manual compactions to the background loop.
+	compactCh chan compactRequest
 }
 
 // MaxBatchSize is the largest encoded batch Write accepts: LevelDB's batch

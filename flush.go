@@ -82,13 +82,21 @@ func (db *DB) setBackgroundErrorLocked(err error) error {
 	return err
 }
 
-// backgroundLoop is the one goroutine that does background work: it
-// flushes the immutable memtable whenever woken, and deletes the files that
-// became obsolete. Compaction will join it here.
+// backgroundLoop is the one goroutine that writes tables: it flushes the
+// immutable memtable whenever woken, runs manual compactions, and deletes
+// the files that became obsolete. Leveled compaction will join it here.
 func (db *DB) backgroundLoop() {
 	defer close(db.bgDone)
-	for range db.bgWake {
-		db.flushImmutable()
+	for {
+		select {
+		case _, ok := <-db.bgWake:
+			if !ok {
+				return
+			}
+			db.flushImmutable()
+		case req := <-db.compactCh:
+			req.done <- db.compactRange(req.start, req.end)
+		}
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 // behind is retried at the next call.
 //
 // Only the goroutine that creates tables (Open, then the background loop)
-// calls it, so a table being written, not yet live, is never taken for
-// obsolete.
+// calls it, so a table being flushed is never taken for obsolete; tables a
+// compaction is writing are spared through pendingOutputs.
 func (db *DB) deleteObsoleteFiles() {
 	names, err := db.fs.List(db.dir)
 	if err != nil {
@@ -23,6 +23,11 @@ func (db *DB) deleteObsoleteFiles() {
 		return
 	}
 	live := db.vs.LiveFiles()
+	db.mu.Lock()
+	for num := range db.mu.pendingOutputs {
+		live[num] = struct{}{}
+	}
+	db.mu.Unlock()
 	logNum, manifestNum := db.vs.LogNumber(), db.vs.ManifestNumber()
 	removed := false
 	for _, name := range names {

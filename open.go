@@ -33,6 +33,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 	db := &DB{dir: dir, opts: o, fs: fsys}
 	db.mu.flushed.L = &db.mu.Mutex
+	db.mu.pendingOutputs = make(map[uint64]struct{})
 	if err := db.lockDir(); err != nil {
 		return nil, err
 	}
@@ -65,6 +66,7 @@ func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 	db.deleteObsoleteFiles()
 	db.bgWake = make(chan struct{}, 1)
 	db.bgDone = make(chan struct{})
+	db.compactCh = make(chan compactRequest)
 	go db.backgroundLoop()
 	return db, nil
 }
