@@ -113,6 +113,15 @@ func crashChild(spec string) {
 	var mu sync.Mutex
 	out := bufio.NewWriter(os.Stdout)
 	var wg sync.WaitGroup
+	go func() { // compactions, so that kills land in them too
+		for {
+			time.Sleep(time.Duration(10+rand.IntN(40)) * time.Millisecond)
+			if err := db.Compact(nil, nil); err != nil {
+				fmt.Printf("compact-error %v\n", err)
+				os.Exit(1)
+			}
+		}
+	}()
 	for g := range crashWriters {
 		wg.Add(1)
 		go func() {

@@ -14,8 +14,8 @@ import (
 	"github.com/shale-db/shale"
 )
 
-// The model test: random puts, deletes, batches, flushes, reopens and
-// snapshots against a map; after every step, random iterator walks (seeks,
+// The model test: random puts, deletes, batches, flushes, compactions,
+// reopens and snapshots against a map; after every step, random iterator walks (seeks,
 // steps both ways, direction changes, bounds) over the DB and over old
 // snapshots are compared with the sorted model.
 //
@@ -76,8 +76,19 @@ func TestModel(t *testing.T) {
 			if err := db.Write(&b, shale.NoSync); err != nil {
 				t.Fatal(err)
 			}
-		case p < 88:
+		case p < 86:
 			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		case p < 88:
+			var lo, hi []byte
+			if r.IntN(2) == 0 {
+				lo = []byte(key())
+			}
+			if r.IntN(2) == 0 {
+				hi = []byte(key())
+			}
+			if err := db.Compact(lo, hi); err != nil {
 				t.Fatal(err)
 			}
 		case p < 91:

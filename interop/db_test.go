@@ -131,8 +131,9 @@ func sameScan(t *testing.T, what string, got, want []kv) {
 	}
 }
 
-// Written by shale, some of it in tables and some only in the WAL, then
-// read by goleveldb (which replays shale's WAL).
+// Written by shale, some of it compacted into level 1, some in level-0
+// tables and some only in the WAL, then read by goleveldb (which replays
+// shale's WAL).
 func TestShaleDirectoryOpensInGoleveldb(t *testing.T) {
 	dir := t.TempDir()
 	ops := randomHistory(rand.New(rand.NewPCG(1, 1)), 6000, 3000)
@@ -145,7 +146,7 @@ func TestShaleDirectoryOpensInGoleveldb(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i == len(ops)/2 {
-			if err := db.Flush(); err != nil {
+			if err := db.Compact(nil, nil); err != nil { // level-1 tables
 				t.Fatal(err)
 			}
 		}
@@ -154,8 +155,8 @@ func TestShaleDirectoryOpensInGoleveldb(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Tables) < 2 {
-		t.Fatalf("only %d tables: the test must cover tables", len(st.Tables))
+	if len(st.Tables) < 2 || st.Tables[len(st.Tables)-1].Level == 0 {
+		t.Fatalf("tables %+v: the test must cover level 0 and level 1", st.Tables)
 	}
 	gdb, err := leveldb.OpenFile(dir, &opt.Options{ErrorIfMissing: true})
 	if err != nil {
