@@ -36,7 +36,7 @@ var commands []*command
 func init() {
 	commands = []*command{
 		getCmd, putCmd, deleteCmd, scanCmd, dumpCmd, loadCmd,
-		statsCmd, checkCmd, walCmd, sstCmd, manifestCmd,
+		statsCmd, compactCmd, checkCmd, walCmd, sstCmd, manifestCmd,
 		crashtestCmd, crashWriterCmd, helpCmd,
 	}
 }

@@ -263,3 +263,20 @@ func TestReadCommandsChangeNothing(t *testing.T) {
 		}
 	}
 }
+
+func TestCompact(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 4 { // each put opens, recovers and closes: a level-0 table each
+		ok(t, "", "--db", dir, "put", fmt.Sprint("k", i), fmt.Sprint("v", i))
+	}
+	ok(t, "", "--db", dir, "delete", "k1")
+	out := ok(t, "", "--db", dir, "compact")
+	if !strings.Contains(out, "tables after:  L1: 1\n") || !strings.Contains(out, "tables before: L0: ") {
+		t.Fatalf("compact printed %q", out)
+	}
+	if got := contents(t, dir); len(got) != 3 || got["k0"] != "v0" || got["k3"] != "v3" {
+		t.Fatalf("after compact the database holds %q", got)
+	}
+	ok(t, "", "--db", dir, "compact", "--start", "k2", "--end", "k3")
+	want(t, 2, "kvcli: usage", "--db", dir, "compact", "extra-arg")
+}
