@@ -162,26 +162,19 @@ func (o *compactionOutputs) Create() (*sstable.Writer, error) {
 	o.db.mu.pendingOutputs[o.num] = struct{}{}
 	o.db.mu.Unlock()
 	o.nums = append(o.nums, o.num)
-	f, err := o.db.fs.Create(filename.Make(o.db.dir, filename.Table, o.num))
-	if err != nil {
-		return nil, errors.Wrap(err, "shale: create table")
-	}
+	f, w, err := o.db.createTable(o.num)
 	o.f = f
-	return sstable.NewWriter(f, o.db.tableWriterOptions()), nil
+	return w, err
 }
 
 func (o *compactionOutputs) Finish(w *sstable.Writer) error {
 	f := o.f
 	o.f = nil
-	err := w.Close()
-	if err == nil {
-		err = f.Sync()
+	meta, err := finishTable(o.num, f, w)
+	if err != nil {
+		return err
 	}
-	if err = errors.CombineErrors(err, f.Close()); err != nil {
-		return errors.Wrapf(err, "shale: write table %06d", o.num)
-	}
-	m := w.Meta()
-	o.metas = append(o.metas, &manifest.FileMeta{Num: o.num, Size: int64(m.Size), Smallest: m.Smallest, Largest: m.Largest})
+	o.metas = append(o.metas, meta)
 	o.db.flushImmutable() // let writes waiting for room go on
 	return nil
 }

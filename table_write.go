@@ -5,6 +5,7 @@ import (
 	"github.com/shale-db/shale/internal/filename"
 	"github.com/shale-db/shale/internal/iterator"
 	"github.com/shale-db/shale/internal/manifest"
+	"github.com/shale-db/shale/internal/vfs"
 	"github.com/shale-db/shale/sstable"
 )
 
@@ -18,37 +19,49 @@ func (db *DB) writeTable(it iterator.Iterator) (meta *manifest.FileMeta, err err
 		return nil, it.Err()
 	}
 	num := db.vs.NewFileNum()
-	name := filename.Make(db.dir, filename.Table, num)
-	f, err := db.fs.Create(name)
+	f, w, err := db.createTable(num)
 	if err != nil {
-		return nil, errors.Wrap(err, "shale: create table")
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			db.fs.Remove(name)
-		}
-	}()
-	w := sstable.NewWriter(f, db.tableWriterOptions())
-	for ok := true; ok; ok = it.Next() {
-		if err := w.Add(it.Key(), it.Value()); err != nil {
-			return nil, errors.Wrapf(err, "shale: write table %06d", num)
-		}
-	}
-	if err := it.Err(); err != nil {
 		return nil, err
 	}
-	if err := w.Close(); err != nil {
+	for ok := true; ok && err == nil; ok = it.Next() {
+		err = w.Add(it.Key(), it.Value())
+	}
+	if err == nil {
+		err = it.Err()
+	}
+	if err == nil {
+		meta, err = finishTable(num, f, w)
+	}
+	if err == nil {
+		err = db.syncDir()
+	}
+	if err != nil {
+		f.Close() // a no-op error if finishTable closed it
+		db.fs.Remove(filename.Make(db.dir, filename.Table, num))
 		return nil, errors.Wrapf(err, "shale: write table %06d", num)
 	}
-	if err := f.Sync(); err != nil {
-		return nil, errors.Wrapf(err, "shale: sync table %06d", num)
+	return meta, nil
+}
+
+// createTable creates table file num and a writer over it.
+func (db *DB) createTable(num uint64) (vfs.File, *sstable.Writer, error) {
+	f, err := db.fs.Create(filename.Make(db.dir, filename.Table, num))
+	if err != nil {
+		return nil, nil, errors.Wrapf(err, "shale: create table %06d", num)
 	}
-	if err := f.Close(); err != nil {
-		return nil, errors.Wrapf(err, "shale: close table %06d", num)
+	return f, sstable.NewWriter(f, db.tableWriterOptions()), nil
+}
+
+// finishTable completes table num after its last entry: it closes w, makes
+// f durable and closes it, and returns the table's metadata. The caller
+// syncs the directory.
+func finishTable(num uint64, f vfs.File, w *sstable.Writer) (*manifest.FileMeta, error) {
+	err := w.Close()
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := db.syncDir(); err != nil {
-		return nil, err
+	if err = errors.CombineErrors(err, f.Close()); err != nil {
+		return nil, errors.Wrapf(err, "shale: finish table %06d", num)
 	}
 	m := w.Meta()
 	return &manifest.FileMeta{Num: num, Size: int64(m.Size), Smallest: m.Smallest, Largest: m.Largest}, nil
