@@ -211,10 +211,5 @@ func (db *DB) applyGroup(log *logFile, mem *memtable.Memtable, group []*writer) 
 func (db *DB) setBackgroundError(err error) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if db.mu.bgErr == nil {
-		db.mu.bgErr = err
-		db.opts.Logger.Error("shale: writes stopped", "err", err)
-	}
-	db.mu.flushed.Broadcast()
-	return err
+	return db.setBackgroundErrorLocked(err)
 }
