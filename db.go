@@ -119,7 +119,7 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 	if err := db.checkOpen(); err != nil {
 		return nil, err
 	}
-	return db.get(key, db.visibleSeq.Load())
+	return db.get(key, latest)
 }
 
 // readOnlyError is the error of a write to a read-only DB: ErrClosed once

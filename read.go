@@ -16,16 +16,23 @@ import (
 	"github.com/shale-db/shale/memtable"
 )
 
-// readState is what a read needs: the memtables and a referenced version.
+// readState is what a read needs: the memtables, a referenced version, and
+// the sequence number visible when they were taken.
 type readState struct {
 	mem, imm *memtable.Memtable
 	v        *manifest.Version
+	seq      uint64
 }
 
+// latest, as the sequence number of a read, means the one acquire takes.
+const latest = ^uint64(0)
+
 // acquire returns the current read state with a reference on its version
-// and on the table cache; release gives both back. The memtables and the
-// version are taken under one lock, so that a flush finishing in between
-// cannot hide the immutable memtable's entries.
+// and on the table cache; release gives both back. The memtables, the
+// version and the sequence number are taken under one lock: a flush
+// finishing in between cannot hide the immutable memtable's entries, and a
+// compaction, which computes the oldest sequence number it must keep under
+// the same lock, keeps what a read at this sequence number needs.
 func (db *DB) acquire() (readState, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -33,7 +40,7 @@ func (db *DB) acquire() (readState, error) {
 		return readState{}, ErrClosed
 	}
 	db.tableRefs.Add(1)
-	return readState{mem: db.mu.mem, imm: db.mu.imm, v: db.vs.Current()}, nil
+	return readState{mem: db.mu.mem, imm: db.mu.imm, v: db.vs.Current(), seq: db.visibleSeq.Load()}, nil
 }
 
 // release gives back what acquire took.
@@ -42,13 +49,17 @@ func (db *DB) release(rs readState) {
 	db.releaseTables()
 }
 
-// get returns a copy of the newest value of key at or below seq.
+// get returns a copy of the newest value of key at or below seq (latest:
+// the newest visible).
 func (db *DB) get(key []byte, seq uint64) ([]byte, error) {
 	rs, err := db.acquire()
 	if err != nil {
 		return nil, err
 	}
 	defer db.release(rs)
+	if seq == latest {
+		seq = rs.seq
+	}
 	for _, m := range []*memtable.Memtable{rs.mem, rs.imm} {
 		if m == nil {
 			continue
@@ -106,6 +117,9 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 	rs, err := db.acquire()
 	if err != nil {
 		return &Iterator{err: err, closed: true}
+	}
+	if seq == latest {
+		seq = rs.seq
 	}
 	var lower, upper []byte
 	if o != nil {

@@ -13,10 +13,13 @@ type Snapshot struct {
 
 // NewSnapshot returns a snapshot of the database as of now.
 func (db *DB) NewSnapshot() *Snapshot {
-	s := &Snapshot{db: db, seq: db.visibleSeq.Load()}
 	db.mu.Lock()
+	defer db.mu.Unlock()
+	// Taken under the lock that compactions read the snapshot list under:
+	// a compaction either sees this snapshot or started before its
+	// sequence number was visible.
+	s := &Snapshot{db: db, seq: db.visibleSeq.Load()}
 	db.mu.snapshots.add(s)
-	db.mu.Unlock()
 	return s
 }
 

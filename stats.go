@@ -38,7 +38,7 @@ func (db *DB) Stats() (Stats, error) {
 		return Stats{}, err
 	}
 	defer db.release(rs)
-	s := Stats{LastSequence: db.visibleSeq.Load(), MemtableSize: rs.mem.ApproximateSize()}
+	s := Stats{LastSequence: rs.seq, MemtableSize: rs.mem.ApproximateSize()}
 	if rs.imm != nil {
 		s.MemtableSize += rs.imm.ApproximateSize()
 	}
