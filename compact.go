@@ -29,8 +29,8 @@ type compactRequest struct {
 // data that no open snapshot can see. The range grows to the whole key
 // ranges of the tables it touches. It returns when the new tables are
 // recorded in the MANIFEST; the old ones are deleted once no iterator reads
-// them. Writes go on meanwhile; the memtable is flushed between output
-// tables, so that they do not wait for the whole compaction.
+// them. Writes go on meanwhile: a memtable that fills is flushed after at
+// most a MiB more of the compaction's input.
 //
 // Until leveled compaction runs in the background, Compact is how a
 // database that received many writes gets its level-0 tables merged.
@@ -118,7 +118,8 @@ func (db *DB) compactRange(start, end []byte) error {
 	}
 	out := &compactionOutputs{db: db}
 	filter := &compaction.Filter{SmallestSnapshot: smallest, Bottommost: true}
-	err := compaction.Run(merging.New(iters...), filter, targetFileSize, out)
+	in := &flushingIter{Iterator: merging.New(iters...), flush: db.flushImmutable}
+	err := compaction.Run(in, filter, targetFileSize, out)
 	if err == nil {
 		err = db.syncDir()
 	}
@@ -175,8 +176,29 @@ func (o *compactionOutputs) Finish(w *sstable.Writer) error {
 		return err
 	}
 	o.metas = append(o.metas, meta)
-	o.db.flushImmutable() // let writes waiting for room go on
 	return nil
+}
+
+// flushEvery is how many bytes of input a compaction reads between checks
+// for an immutable memtable to flush.
+const flushEvery = 1 << 20
+
+// flushingIter is a compaction's input: every flushEvery bytes read, it
+// flushes the immutable memtable, if there is one, so that writes waiting
+// for room do not wait for the whole compaction (the compaction runs on
+// the loop that flushes). Run only moves it forward.
+type flushingIter struct {
+	iterator.Iterator
+	flush func()
+	read  int
+}
+
+func (it *flushingIter) Next() bool {
+	if it.read += len(it.Key()) + len(it.Value()); it.read >= flushEvery {
+		it.read = 0
+		it.flush()
+	}
+	return it.Iterator.Next()
 }
 
 // abandon removes the tables of a failed compaction.
