@@ -23,8 +23,9 @@ type writer struct {
 // commitQueue implements group commit. Writers queue up; the one at the
 // front (the leader) takes every compatible writer behind it, gives their
 // batches consecutive sequence numbers, appends them to the WAL as one
-// record, syncs at most once, applies them to the memtable, publishes the
-// new visible sequence number and wakes the others.
+// record (two, when writers join a Sync group before its sync) and to the
+// memtable, syncs at most once, publishes the new visible sequence number
+// and wakes the others.
 type commitQueue struct {
 	mu    sync.Mutex
 	queue []*writer // queue[0] is the leader, or the next one
@@ -46,16 +47,14 @@ const (
 
 var writerPool = sync.Pool{New: func() any { return new(writer) }}
 
-// write commits one batch (or, with repr nil and flush set, a memtable
-// switch) and returns when it is durable as asked.
+// write commits one batch and returns when it is durable as asked.
 func (q *commitQueue) write(db *DB, b *Batch, sync bool) error {
-	var repr []byte
-	if b != nil {
-		repr = b.repr
-	}
-	return q.enqueue(db, repr, sync, b == nil)
+	return q.enqueue(db, b.repr, sync, false)
 }
 
+// enqueue waits for its turn, leads a group if it is at the front, and
+// returns the group's result. With flush set (and repr nil) the commit is
+// a memtable switch, alone in its group.
 func (q *commitQueue) enqueue(db *DB, repr []byte, sync, flush bool) error {
 	w := writerPool.Get().(*writer)
 	*w = writer{repr: repr, sync: sync, flush: flush}
