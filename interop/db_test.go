@@ -301,3 +301,30 @@ func TestDifferentialScans(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The directory's LOCK excludes goleveldb and shale from each other, both
+// ways, at once.
+func TestLockExcludesGoleveldb(t *testing.T) {
+	dir := t.TempDir()
+	gdb, err := leveldb.OpenFile(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shale.Open(dir, nil); !errors.Is(err, shale.ErrLocked) {
+		t.Fatalf("shale.Open beside goleveldb: %v, want ErrLocked", err)
+	}
+	if _, err := shale.Open(dir, &shale.Options{ReadOnly: true}); !errors.Is(err, shale.ErrLocked) {
+		t.Fatalf("read-only shale.Open beside goleveldb: %v, want ErrLocked", err)
+	}
+	gdb.Close()
+
+	db, err := shale.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if g, err := leveldb.OpenFile(dir, nil); err == nil {
+		g.Close()
+		t.Fatal("goleveldb opened a directory shale holds")
+	}
+}
