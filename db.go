@@ -5,10 +5,11 @@
 //
 // Writes go to a write-ahead log (package wal, LevelDB's record format)
 // and then to an in-memory B-tree (the memtable); full memtables are
-// flushed to sorted tables (package sstable) recorded in a MANIFEST.
+// flushed to sorted tables (package sstable) recorded in a MANIFEST, and
+// Compact merges tables.
 //
-// A *DB is safe for concurrent use by many goroutines. Batches, iterators
-// and snapshots are each used by one goroutine at a time.
+// A *DB and a *Snapshot are safe for concurrent use by many goroutines. A
+// Batch or an Iterator is used by one goroutine at a time.
 package shale
 
 import (
