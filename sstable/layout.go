@@ -1,5 +1,7 @@
 package sstable
 
+import "strings"
+
 // Layout describes where a table's parts are and whether each block reads
 // back, for inspection tools (kvcli sst dump). It is computed by Layout,
 // which reads every block.
@@ -28,7 +30,8 @@ type MetaEntry struct {
 
 // BlockInfo describes one block.
 type BlockInfo struct {
-	// Kind is "data", "filter", "metaindex" or "index".
+	// Kind is "data", "filter", "meta" (another block the metaindex
+	// names), "metaindex" or "index".
 	Kind   string
 	Handle BlockHandle
 	// IndexKey is a data block's index entry: an internal key >= every key
@@ -72,11 +75,19 @@ func (t *Reader) Layout() (*Layout, error) {
 	}
 	if t.filter != nil {
 		l.FilterName = FilterMetaKey
-		for _, m := range t.metaKeys {
-			if m.name == FilterMetaKey {
-				l.Blocks = append(l.Blocks, t.blockInfo(BlockInfo{Kind: "filter"}, m.handle, false))
-			}
+	}
+	// Every block the metaindex names, used or not (a filter under the old
+	// name, a damaged filter that was dropped, another tool's block), so
+	// that every checksum in the file is verified.
+	for _, m := range t.metaKeys {
+		if !m.ok {
+			continue
 		}
+		kind := "meta"
+		if strings.HasPrefix(m.name, "filter.") {
+			kind = "filter"
+		}
+		l.Blocks = append(l.Blocks, t.blockInfo(BlockInfo{Kind: kind}, m.handle, false))
 	}
 	l.Blocks = append(l.Blocks, t.blockInfo(BlockInfo{Kind: "metaindex"}, t.footer.MetaIndex, false))
 	l.Blocks = append(l.Blocks, t.blockInfo(BlockInfo{Kind: "index"}, t.footer.Index, true))
@@ -100,8 +111,8 @@ func (t *Reader) blockInfo(info BlockInfo, h BlockHandle, internal bool) BlockIn
 		return info
 	}
 	info.DecodedLen = len(b)
-	if info.Kind == "filter" {
-		return info
+	if info.Kind == "filter" || info.Kind == "meta" {
+		return info // not necessarily in block format
 	}
 	var it blockIter
 	if info.Err = it.init(b, internal, t.opts.FileName, int64(h.Offset)); info.Err != nil {

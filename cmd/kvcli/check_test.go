@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/shale-db/shale/sstable"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -80,6 +81,44 @@ func TestCheckDamagedTable(t *testing.T) {
 	}
 	if !strings.Contains(out, "block checksum mismatch") {
 		t.Errorf("check does not say what is wrong:\n%s", out)
+	}
+}
+
+// A damaged filter block: reads go on without the filter, and check still
+// names the block.
+func TestCheckDamagedFilter(t *testing.T) {
+	dir := t.TempDir()
+	table, _ := makeDB(t, dir)
+	f, err := os.Open(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := f.Stat()
+	r, err := sstable.Open(f, fi.Size(), sstable.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := r.Layout()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var filter sstable.BlockHandle
+	for _, b := range l.Blocks {
+		if b.Kind == "filter" {
+			filter = b.Handle
+		}
+	}
+	if filter.Length == 0 {
+		t.Fatal("the table has no filter block")
+	}
+	flipByte(t, table, int64(filter.Offset+filter.Length/2))
+	found, out := checkDamaged(t, dir)
+	if offs := found[filepath.Base(table)]; len(offs) != 1 || offs[0] != fmt.Sprint(filter.Offset) {
+		t.Fatalf("check found %v; want the filter block at %d:\n%s", found, filter.Offset, out)
+	}
+	if got := contents(t, dir); len(got) == 0 {
+		t.Fatal("the database reads nothing with its filter damaged")
 	}
 }
 
