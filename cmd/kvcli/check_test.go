@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/shale-db/shale/sstable"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/sstable"
 )
 
 // makeDB writes a database with one table of several data blocks and a
