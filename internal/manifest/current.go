@@ -47,9 +47,11 @@ func readCurrent(fsys vfs.FS, dir string) (uint64, error) {
 
 // setCurrent points dir's CURRENT at MANIFEST-num atomically and durably:
 // write a temporary file, sync it, rename it over CURRENT, sync the
-// directory. On failure CURRENT names the old MANIFEST or (after a crash
-// in the rename's window) the new one, never anything else.
-func setCurrent(fsys vfs.FS, dir string, num uint64) (err error) {
+// directory. On failure CURRENT names the old MANIFEST or the new one,
+// never anything else. renamed reports whether the rename was attempted:
+// from then on CURRENT may name MANIFEST-num (now, or after a crash), so
+// the caller must keep that file whatever the error.
+func setCurrent(fsys vfs.FS, dir string, num uint64) (renamed bool, err error) {
 	tmp := filename.Make(dir, filename.Temp, num)
 	defer func() {
 		if err != nil {
@@ -58,7 +60,7 @@ func setCurrent(fsys vfs.FS, dir string, num uint64) (err error) {
 	}()
 	f, err := fsys.Create(tmp)
 	if err != nil {
-		return errors.Wrap(err, "manifest: create CURRENT temp file")
+		return false, errors.Wrap(err, "manifest: create CURRENT temp file")
 	}
 	content := fmt.Sprintf("%s\n", filename.Name(filename.Manifest, num))
 	if _, err = io.WriteString(f, content); err == nil {
@@ -68,12 +70,12 @@ func setCurrent(fsys vfs.FS, dir string, num uint64) (err error) {
 		err = cerr
 	}
 	if err != nil {
-		return errors.Wrapf(err, "manifest: write %s", filepath.Base(tmp))
+		return false, errors.Wrapf(err, "manifest: write %s", filepath.Base(tmp))
 	}
 	if err = fsys.Rename(tmp, filename.Make(dir, filename.Current, 0)); err != nil {
-		return errors.Wrap(err, "manifest: rename CURRENT")
+		return true, errors.Wrap(err, "manifest: rename CURRENT")
 	}
-	return syncDir(fsys, dir)
+	return true, syncDir(fsys, dir)
 }
 
 // syncDir makes dir's entries durable.

@@ -177,10 +177,13 @@ func (vs *VersionSet) startManifest() (err error) {
 	if err != nil {
 		return errors.Wrapf(err, "manifest: create %s", filepath.Base(path))
 	}
+	keep := false // once CURRENT may name the file, it must stay
 	defer func() {
 		if err != nil {
 			_ = f.Close()
-			_ = vs.fs.Remove(path) // best effort: CURRENT does not name it
+			if !keep {
+				_ = vs.fs.Remove(path) // best effort: CURRENT does not name it
+			}
 		}
 	}()
 	w := wal.NewWriter(f)
@@ -191,7 +194,7 @@ func (vs *VersionSet) startManifest() (err error) {
 	if err = syncDir(vs.fs, vs.dir); err != nil {
 		return err
 	}
-	if err = setCurrent(vs.fs, vs.dir, num); err != nil {
+	if keep, err = setCurrent(vs.fs, vs.dir, num); err != nil {
 		return err
 	}
 	vs.manifest, vs.manifestLog = f, w

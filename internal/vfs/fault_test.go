@@ -1,0 +1,112 @@
+package vfs
+
+import (
+	"errors"
+	"io"
+	"os"
+	"syscall"
+	"testing"
+)
+
+func TestFaultFSFailsTheNthCallOfAKind(t *testing.T) {
+	m := NewMem()
+	f := NewFault(m, FailNth(OpWrite, 2, syscall.ENOSPC))
+	file, err := f.Create("/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := file.Write([]byte("one")); err != nil {
+		t.Fatalf("first write: %v", err)
+	}
+	_, err = file.Write([]byte("two"))
+	var pe *os.PathError
+	if !errors.As(err, &pe) || pe.Op != "write" || pe.Path != "/a" || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("second write: %v; want a *PathError write /a matching ENOSPC", err)
+	}
+	if _, err := file.Write([]byte("three")); err != nil {
+		t.Fatalf("third write: %v", err)
+	}
+	file.Close()
+	if got, want := string(memRead(t, m, "/a")), "onethree"; got != want {
+		t.Fatalf("file holds %q, want %q: a failed write must write nothing", got, want)
+	}
+	if got := f.Count(OpWrite); got != 3 {
+		t.Fatalf("Count(OpWrite) = %d, want 3", got)
+	}
+	if got := f.Total(); got != 5 { // create, 3 writes, close
+		t.Fatalf("Total = %d, want 5", got)
+	}
+}
+
+func TestFaultFSShortWriteWritesHalf(t *testing.T) {
+	m := NewMem()
+	f := NewFault(m, FailNth(OpWrite, 1, &ShortWriteError{Err: syscall.ENOSPC}))
+	file, _ := f.Create("/a")
+	n, err := file.Write([]byte("abcdefgh"))
+	if n != 4 || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Write = %d, %v; want 4, ENOSPC", n, err)
+	}
+	file.Close()
+	if got := string(memRead(t, m, "/a")); got != "abcd" {
+		t.Fatalf("file holds %q, want %q", got, "abcd")
+	}
+}
+
+func TestFaultFSDirectorySyncIsItsOwnKind(t *testing.T) {
+	m := NewMem()
+	f := NewFault(m, FailWhen(func(c Call) bool { return c.Op == OpSyncDir }, nil))
+	file, _ := f.Create("/a")
+	if err := file.Sync(); err != nil {
+		t.Fatalf("file sync: %v", err)
+	}
+	d, err := f.OpenDir("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); !errors.Is(err, ErrInjected) {
+		t.Fatalf("directory sync: %v; want ErrInjected", err)
+	}
+	// A failed sync changed nothing durable: after a crash, no /a.
+	if _, err := m.CrashClone().Stat("/a"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after the failed directory sync and a crash, Stat(/a) = %v; want not exist", err)
+	}
+}
+
+func TestFaultFSRandomIsRepeatable(t *testing.T) {
+	run := func() []int {
+		f := NewFault(NewMem(), FailRandomly(7, 0.3, nil, OpStat))
+		var failed []int
+		for i := range 50 {
+			if _, err := f.Stat("/"); err != nil {
+				failed = append(failed, i)
+			}
+		}
+		return failed
+	}
+	a, b := run(), run()
+	if len(a) == 0 || len(a) == 50 {
+		t.Fatalf("p=0.3 failed %d of 50 calls", len(a))
+	}
+	if len(a) != len(b) {
+		t.Fatalf("same seed, different faults: %v vs %v", a, b)
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("same seed, different faults: %v vs %v", a, b)
+		}
+	}
+}
+
+func memRead(t *testing.T, m *MemFS, name string) []byte {
+	t.Helper()
+	f, err := m.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
