@@ -32,9 +32,14 @@ type compactRequest struct {
 // them. Writes go on meanwhile: a memtable that fills is flushed after at
 // most a MiB more of the compaction's input.
 //
+// A start after end is an error; start == end is an empty range.
+//
 // Until leveled compaction runs in the background, Compact is how a
 // database that received many writes gets its level-0 tables merged.
 func (db *DB) Compact(start, end []byte) error {
+	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
+		return errors.Newf("shale: compact: start %q is after end %q", start, end)
+	}
 	if db.opts.ReadOnly {
 		return db.readOnlyError()
 	}

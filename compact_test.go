@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/shale-db/shale"
@@ -151,8 +152,12 @@ func TestCompactRangeAndErrors(t *testing.T) {
 	for i := range 1000 {
 		wantGet(t, db, fmt.Sprintf("k%04d", i), []byte(fmt.Sprint(2000+i)))
 	}
-	if err := db.Compact([]byte("b"), []byte("a")); err != nil {
+	if err := db.Compact([]byte("b"), []byte("b")); err != nil {
 		t.Fatalf("an empty range: %v", err)
+	}
+	err := db.Compact([]byte("k0200"), []byte("k0100"))
+	if err == nil || !strings.Contains(err.Error(), `"k0200"`) || !strings.Contains(err.Error(), `"k0100"`) {
+		t.Fatalf("Compact with start after end: %v, want an error naming both keys", err)
 	}
 	db.Close()
 	ro := reopen(t, dir, &shale.Options{ReadOnly: true})
