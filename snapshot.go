@@ -41,13 +41,13 @@ func (s *Snapshot) NewIterator(o *IterOptions) *Iterator {
 	return s.db.newIterator(o, s.seq)
 }
 
-// Close releases the snapshot. Closing twice returns ErrClosed.
+// Close releases the snapshot. It is safe to call more than once, also
+// after the DB is closed: a Close with nothing left to release returns
+// nil. Get and NewIterator on a closed snapshot fail with ErrClosed.
 func (s *Snapshot) Close() error {
 	s.db.mu.Lock()
 	defer s.db.mu.Unlock()
-	if !s.db.mu.snapshots.remove(s) {
-		return ErrClosed
-	}
+	s.db.mu.snapshots.remove(s)
 	return nil
 }
 
@@ -72,10 +72,8 @@ func (l *snapshotList) add(s *Snapshot) {
 	l.m[s] = struct{}{}
 }
 
-func (l *snapshotList) remove(s *Snapshot) bool {
-	_, ok := l.m[s]
+func (l *snapshotList) remove(s *Snapshot) {
 	delete(l.m, s)
-	return ok
 }
 
 func (l *snapshotList) has(s *Snapshot) bool {
