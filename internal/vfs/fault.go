@@ -4,6 +4,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/cockroachdb/errors"
@@ -45,13 +46,34 @@ func (o Op) String() string {
 	return "op?"
 }
 
+// Mutates reports whether a call of this kind can change what the file
+// system holds, live or durable: create, write, sync, directory sync,
+// rename, remove, mkdirall and lock (which may create its file). Reads,
+// opens, lists, stats and closes change nothing.
+func (o Op) Mutates() bool {
+	switch o {
+	case OpCreate, OpWrite, OpSync, OpSyncDir, OpRename, OpRemove, OpMkdirAll, OpLock:
+		return true
+	}
+	return false
+}
+
 // Call is one intercepted call, as an Injector sees it.
 type Call struct {
 	Op   Op
-	Path string // the file or directory the call is on
+	Path string // the file or directory the call is on; for a rename, the new name
+	Old  string // for a rename, the old name; empty otherwise
 	// N is this call's number among the calls of its Op, from 1; Seq its
 	// number among all calls, from 1.
 	N, Seq int
+}
+
+// String describes the call as "op path", or "op old path" for a rename.
+func (c Call) String() string {
+	if c.Old != "" {
+		return c.Op.String() + " " + c.Old + " " + c.Path
+	}
+	return c.Op.String() + " " + c.Path
 }
 
 // An Injector decides the fate of each call: nil lets it through, an error
@@ -122,6 +144,53 @@ func FailRandomly(seed uint64, p float64, err error, ops ...Op) Injector {
 	}
 }
 
+// Chain returns an Injector that passes each call to every one of injs, in
+// order, and fails it with the first error any of them returned. Every
+// Injector sees every call, so a Recorder in a chain misses nothing.
+func Chain(injs ...Injector) Injector {
+	return func(c Call) error {
+		var first error
+		for _, inj := range injs {
+			if err := inj(c); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+}
+
+// Recorder keeps every call that reaches its Inject method, failed or not,
+// in order: an operation log for tests that check which calls were made.
+// The zero value is ready; it is safe for concurrent use.
+type Recorder struct {
+	mu    sync.Mutex
+	calls []Call
+}
+
+// Inject is an Injector that records c and fails nothing.
+func (r *Recorder) Inject(c Call) error {
+	r.mu.Lock()
+	r.calls = append(r.calls, c)
+	r.mu.Unlock()
+	return nil
+}
+
+// Calls returns the calls recorded so far, oldest first.
+func (r *Recorder) Calls() []Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
+}
+
+// Take returns the calls recorded so far and forgets them.
+func (r *Recorder) Take() []Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	calls := r.calls
+	r.calls = nil
+	return calls
+}
+
 func containsOp(ops []Op, op Op) bool {
 	for _, o := range ops {
 		if o == op {
@@ -140,10 +209,11 @@ func orInjected(err error) error {
 
 // FaultFS wraps an FS, counts its calls by kind and fails the ones its
 // Injector chooses. A failed call does nothing (but a short write, which
-// writes part of its data) and returns an *os.PathError whose Err is the
-// injected error, so errors.Is sees both the injected error and, for an
-// injected syscall.Errno, what the os package would have said. Safe for
-// concurrent use.
+// writes part of its data) and returns an *os.PathError (an *os.LinkError
+// for a rename), as the os package would, whose Err is the injected error;
+// so errors.Is sees both the injected error and, for an injected
+// syscall.Errno, what the os package would have said. Safe for concurrent
+// use.
 type FaultFS struct {
 	fs     FS
 	mu     sync.Mutex
@@ -182,14 +252,21 @@ func (f *FaultFS) Total() int {
 
 // check counts a call and returns its injected error, nil if none.
 func (f *FaultFS) check(op Op, path string) error {
+	return f.checkCall(Call{Op: op, Path: path})
+}
+
+// checkCall counts c (filling in N and Seq) and returns its injected
+// error, nil if none.
+func (f *FaultFS) checkCall(c Call) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.counts[op]++
+	f.counts[c.Op]++
 	f.total++
 	if f.inject == nil {
 		return nil
 	}
-	return f.inject(Call{Op: op, Path: path, N: f.counts[op], Seq: f.total})
+	c.N, c.Seq = f.counts[c.Op], f.total
+	return f.inject(c)
 }
 
 func pathError(op Op, path string, err error) error {
@@ -226,7 +303,10 @@ func (f *FaultFS) Remove(name string) error {
 }
 
 func (f *FaultFS) Rename(oldname, newname string) error {
-	return f.call(OpRename, newname, func() error { return f.fs.Rename(oldname, newname) })
+	if err := f.checkCall(Call{Op: OpRename, Path: newname, Old: oldname}); err != nil {
+		return &os.LinkError{Op: OpRename.String(), Old: oldname, New: newname, Err: err}
+	}
+	return f.fs.Rename(oldname, newname)
 }
 
 func (f *FaultFS) MkdirAll(dir string, perm os.FileMode) error {

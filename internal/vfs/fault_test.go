@@ -2,8 +2,10 @@ package vfs
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"slices"
 	"syscall"
 	"testing"
 )
@@ -109,4 +111,62 @@ func memRead(t *testing.T, m *MemFS, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+func TestRecorderInAChainSeesEveryCall(t *testing.T) {
+	var rec Recorder
+	f := NewFault(NewMem(), Chain(FailNth(OpRename, 1, syscall.EIO), rec.Inject))
+	file, err := f.Create("/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file.Write([]byte("x"))
+	file.Close()
+	err = f.Rename("/a", "/b")
+	var le *os.LinkError
+	if !errors.As(err, &le) || le.Old != "/a" || le.New != "/b" || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Rename = %v; want an *os.LinkError /a /b matching EIO", err)
+	}
+	if err := f.Rename("/a", "/b"); err != nil {
+		t.Fatalf("second Rename: %v", err)
+	}
+	var got []string
+	for _, c := range rec.Calls() {
+		got = append(got, fmt.Sprintf("%s #%d/%d", c, c.N, c.Seq))
+	}
+	want := []string{"create /a #1/1", "write /a #1/2", "close /a #1/3", "rename /a /b #1/4", "rename /a /b #2/5"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("recorded %q, want %q (the failed rename included)", got, want)
+	}
+	if calls := rec.Take(); len(calls) != 5 || len(rec.Calls()) != 0 {
+		t.Fatalf("Take returned %d calls and left %d", len(calls), len(rec.Calls()))
+	}
+}
+
+func TestChainFailsWithTheFirstError(t *testing.T) {
+	errA, errB := errors.New("a"), errors.New("b")
+	var rec Recorder
+	inj := Chain(FailSeq(1, errA), FailSeq(1, errB), rec.Inject)
+	if err := inj(Call{Op: OpStat, Seq: 1}); err != errA {
+		t.Fatalf("Chain = %v, want the first injector's error", err)
+	}
+	if err := inj(Call{Op: OpStat, Seq: 2}); err != nil {
+		t.Fatalf("Chain = %v, want nil when no injector fails", err)
+	}
+	if n := len(rec.Calls()); n != 2 {
+		t.Fatalf("the recorder behind failing injectors saw %d calls, want 2", n)
+	}
+}
+
+func TestOpMutates(t *testing.T) {
+	var mutating []string
+	for op := range NumOps {
+		if op.Mutates() {
+			mutating = append(mutating, op.String())
+		}
+	}
+	want := []string{"create", "remove", "rename", "mkdirall", "lock", "write", "sync", "syncdir"}
+	if !slices.Equal(mutating, want) {
+		t.Fatalf("mutating kinds %q, want %q", mutating, want)
+	}
 }
