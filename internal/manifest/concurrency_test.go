@@ -16,7 +16,7 @@ import (
 // readers take and release versions and check that the files they hold are
 // live, and several goroutines allocate file numbers.
 func TestConcurrentUse(t *testing.T) {
-	vs := mustCreate(t, newMemFS())
+	vs := mustCreate(t, newTestFS())
 	defer vs.Close()
 	var stop atomic.Bool
 	var wg sync.WaitGroup

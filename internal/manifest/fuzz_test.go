@@ -44,7 +44,7 @@ func FuzzDecodeEdit(f *testing.F) {
 // what it accepts satisfies the Version invariants, and a writable Load's
 // snapshot reloads to the same state.
 func FuzzManifest(f *testing.F) {
-	m := newMemFS()
+	m := newTestFS()
 	vs := mustCreate(f, m)
 	f.Add(m.data(manifestPath(1)))
 	a := flush(f, vs, "a#1,PUT", "c#1,PUT")
@@ -58,7 +58,7 @@ func FuzzManifest(f *testing.F) {
 	vs.Close()
 	f.Add(m.data(manifestPath(1)))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m := newMemFS()
+		m := newTestFS()
 		m.put(manifestPath(1), b)
 		m.put(currentPath, []byte(filename.Name(filename.Manifest, 1)+"\n"))
 		ro, err := Load(m, testDir, true)

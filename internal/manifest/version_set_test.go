@@ -61,7 +61,7 @@ func flush(t testing.TB, vs *VersionSet, smallest, largest string) uint64 {
 }
 
 func TestCreate(t *testing.T) {
-	m := newMemFS()
+	m := newTestFS()
 	vs := mustCreate(t, m)
 	defer vs.Close()
 	if got := string(m.data(currentPath)); got != "MANIFEST-000001\n" {
@@ -89,12 +89,14 @@ func TestCreate(t *testing.T) {
 // names it; CURRENT is replaced by a synced temp file and a rename, then
 // the directory is synced.
 func TestCreateDurabilityOrder(t *testing.T) {
-	m := newMemFS()
+	m := newTestFS()
 	mustCreate(t, m).Close()
-	var ops []string
-	for _, op := range m.takeOps() {
-		if !strings.HasPrefix(op, "write") && op != "close db" {
-			ops = append(ops, op)
+	var ops []string // what changes the file system, and the closes of files
+	for _, c := range m.rec.Take() {
+		keep := c.Op.Mutates() && c.Op != vfs.OpWrite
+		keep = keep || c.Op == vfs.OpClose && c.Path != testDir
+		if keep {
+			ops = append(ops, opString(c))
 		}
 	}
 	want := []string{
@@ -109,7 +111,7 @@ func TestCreateDurabilityOrder(t *testing.T) {
 }
 
 func TestLogAndApplyThenLoad(t *testing.T) {
-	m := newMemFS()
+	m := newTestFS()
 	vs := mustCreate(t, m)
 	a := flush(t, vs, "a#1,PUT", "c#5,PUT")
 	flush(t, vs, "b#11,PUT", "d#15,DEL")
@@ -150,22 +152,26 @@ func TestLogAndApplyThenLoad(t *testing.T) {
 }
 
 func TestReadOnlyLoadWritesNothing(t *testing.T) {
-	m := newMemFS()
+	m := newTestFS()
 	vs := mustCreate(t, m)
 	flush(t, vs, "a#1,PUT", "b#1,PUT")
 	vs.Close()
 	m.takeOps()
 	mustLoad(t, m, true).Close()
-	for _, op := range m.takeOps() {
-		if !strings.HasPrefix(op, "close") {
-			t.Fatalf("read-only Load did %q", op)
+	calls := m.rec.Take()
+	for _, c := range calls {
+		if c.Op.Mutates() {
+			t.Fatalf("read-only Load did %q", opString(c))
 		}
+	}
+	if len(calls) == 0 {
+		t.Fatal("no calls recorded: the check above checked nothing")
 	}
 }
 
 // buildManifest creates a database with a few edits and returns the states
 // after each record and the MANIFEST's size at the end of each record.
-func buildManifest(t testing.TB, m *memFS) (states []string, ends []int) {
+func buildManifest(t testing.TB, m *testFS) (states []string, ends []int) {
 	vs := mustCreate(t, m)
 	defer vs.Close()
 	record := func() {
@@ -192,7 +198,7 @@ func buildManifest(t testing.TB, m *memFS) (states []string, ends []int) {
 }
 
 func TestTornTailLoadsPriorState(t *testing.T) {
-	m := newMemFS()
+	m := newTestFS()
 	states, ends := buildManifest(t, m)
 	full := m.data(manifestPath(1))
 	for n := ends[0]; n < len(full); n += 1 + n%97 {
@@ -216,7 +222,7 @@ func TestTornTailLoadsPriorState(t *testing.T) {
 // (when the damage looks like a torn tail) recovers an earlier state; it
 // never recovers a state that was not written.
 func TestDamageFailsLoad(t *testing.T) {
-	m := newMemFS()
+	m := newTestFS()
 	states, _ := buildManifest(t, m)
 	full := m.data(manifestPath(1))
 	failures := 0
@@ -251,7 +257,7 @@ func TestDamageFailsLoad(t *testing.T) {
 }
 
 func TestDamageErrorMessage(t *testing.T) {
-	m := newMemFS()
+	m := newTestFS()
 	mustCreate(t, m).Close()
 	b := m.data(manifestPath(1))
 	b[20] ^= 1
@@ -267,7 +273,7 @@ func TestDamageErrorMessage(t *testing.T) {
 }
 
 // writeManifest writes edits as MANIFEST-num and points CURRENT at it.
-func writeManifest(t testing.TB, m *memFS, num uint64, edits ...*VersionEdit) {
+func writeManifest(t testing.TB, m *testFS, num uint64, edits ...*VersionEdit) {
 	var buf bytes.Buffer
 	w := wal.NewWriter(&buf)
 	for _, e := range edits {
@@ -311,7 +317,7 @@ func TestLoadRefusesBadEdits(t *testing.T) {
 		{"comparator", []*VersionEdit{base(), {Comparator: "leveldb.Other", HasComparator: true}}, false, `comparator "leveldb.Other"`},
 	}
 	for _, c := range cases {
-		m := newMemFS()
+		m := newTestFS()
 		writeManifest(t, m, 2, c.edits...)
 		_, err := Load(m, testDir, true)
 		if err == nil || errors.Is(err, ErrCorrupt) != c.corrupt || !strings.Contains(err.Error(), c.want) {
@@ -327,7 +333,7 @@ func TestLoadMarksFileNumbersUsed(t *testing.T) {
 	e.SetNextFileNumber(10) // below what the edit mentions: take the larger
 	e.SetLastSequence(7)
 	e.AddFile(2, meta(55, 1, "a#1,PUT", "b#1,PUT"))
-	m := newMemFS()
+	m := newTestFS()
 	writeManifest(t, m, 60, e)
 	vs := mustLoad(t, m, true)
 	if n := vs.NewFileNum(); n != 61 {
@@ -354,7 +360,7 @@ func TestCurrentFile(t *testing.T) {
 		{strings.Repeat("x", 100), "longer than 64 bytes"},
 	}
 	for _, c := range cases {
-		m := newMemFS()
+		m := newTestFS()
 		vs := mustCreate(t, m)
 		vs.Close()
 		m.put(currentPath, []byte(c.content))
@@ -363,7 +369,7 @@ func TestCurrentFile(t *testing.T) {
 			t.Errorf("CURRENT %q: error %v, want ErrCorrupt containing %q", c.content, err, c.want)
 		}
 	}
-	m := newMemFS()
+	m := newTestFS()
 	if _, err := Load(m, testDir, true); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Load without CURRENT: %v, want ErrNotExist", err)
 	}
@@ -374,7 +380,7 @@ func TestCurrentFile(t *testing.T) {
 }
 
 func TestLogAndApplyRefusesInvalidEdits(t *testing.T) {
-	m := newMemFS()
+	m := newTestFS()
 	vs := mustCreate(t, m)
 	defer vs.Close()
 	a := flush(t, vs, "a#1,PUT", "c#1,PUT")
@@ -404,7 +410,7 @@ func TestLogAndApplyRefusesInvalidEdits(t *testing.T) {
 }
 
 func TestLogAndApplyWriteFailureIsSticky(t *testing.T) {
-	m := newMemFS()
+	m := newTestFS()
 	vs := mustCreate(t, m)
 	defer vs.Close()
 	flush(t, vs, "a#1,PUT", "b#1,PUT")
@@ -412,21 +418,21 @@ func TestLogAndApplyWriteFailureIsSticky(t *testing.T) {
 	m.setFail("sync MANIFEST")
 	e := new(VersionEdit)
 	e.AddFile(0, meta(vs.NewFileNum(), 1, "c#1,PUT", "d#1,PUT"))
-	if err := vs.LogAndApply(e); !errors.Is(err, errInjected) {
+	if err := vs.LogAndApply(e); !errors.Is(err, vfs.ErrInjected) {
 		t.Fatalf("LogAndApply with a failing sync: %v", err)
 	}
 	if state(vs) != before {
 		t.Fatal("a failed LogAndApply installed its version")
 	}
 	m.setFail("")
-	if err := vs.LogAndApply(new(VersionEdit)); !errors.Is(err, errInjected) {
+	if err := vs.LogAndApply(new(VersionEdit)); !errors.Is(err, vfs.ErrInjected) {
 		t.Fatalf("LogAndApply after a failure: %v, want the sticky error", err)
 	}
 }
 
 func TestLoadFailureLeavesCurrent(t *testing.T) {
 	for _, op := range []string{"create MANIFEST", "sync MANIFEST", "rename", "sync 0", "syncdir"} {
-		m := newMemFS()
+		m := newTestFS()
 		vs := mustCreate(t, m)
 		flush(t, vs, "a#1,PUT", "b#1,PUT")
 		want := state(vs)
@@ -449,7 +455,7 @@ func TestLoadFailureLeavesCurrent(t *testing.T) {
 }
 
 func TestRefKeepsFilesLive(t *testing.T) {
-	m := newMemFS()
+	m := newTestFS()
 	vs := mustCreate(t, m)
 	defer vs.Close()
 	a := flush(t, vs, "a#1,PUT", "b#1,PUT")
