@@ -19,6 +19,15 @@
 // added later may or may not appear (always in order, and possibly only
 // part of a batch), so the engine filters them out by sequence number.
 //
+// Scope: the package is a part of the engine, usable only from inside the
+// module github.com/shale-db/shale. Its API speaks the engine's internal
+// vocabulary, defined in packages under internal/ that Go lets no other
+// module import: Add takes an ikey.Kind, Apply a batch in batchrepr's
+// encoding, and Iterator.Key returns an internal key in ikey's encoding. It
+// sits at the top of the module, not under internal/, because the design
+// lays the engine's stages out there; it makes no promise of stability. An
+// ordered map for programs is package shale itself.
+//
 // Immutability: the memtable never modifies or reuses bytes it has stored.
 // Slices returned by Get, Iterator.Key and Iterator.Value stay valid and
 // unchanged for as long as the caller keeps them, longer than the iterator
