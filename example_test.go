@@ -3,44 +3,63 @@ package shale_test
 import (
 	"errors"
 	"fmt"
+	"log"
 	"os"
 
 	"github.com/shale-db/shale"
 )
 
 func Example() {
-	dir, _ := os.MkdirTemp("", "shale-example")
+	dir, err := os.MkdirTemp("", "shale-example") // your database's directory
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer os.RemoveAll(dir)
 
-	db, err := shale.Open(dir, nil)
+	db, err := shale.Open(dir, nil) // nil: default Options
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
-	defer db.Close()
 
-	b := new(shale.Batch)
-	b.Put([]byte("fruit/apple"), []byte("red"))
-	b.Put([]byte("fruit/banana"), []byte("yellow"))
-	b.Put([]byte("veg/kale"), []byte("green"))
-	if err := db.Write(b, shale.Sync); err != nil {
-		fmt.Println(err)
-		return
+	if err := db.Put([]byte("k"), []byte("v"), shale.Sync); err != nil { // or shale.NoSync
+		log.Fatal(err)
 	}
-	if _, err := db.Get([]byte("fruit/cherry")); errors.Is(err, shale.ErrNotFound) {
-		fmt.Println("no cherry")
+	v, err := db.Get([]byte("k"))
+	if err != nil {
+		log.Fatal(err)
 	}
-	for e, err := range db.All(shale.PrefixOptions([]byte("fruit/"))) {
-		if err != nil {
-			fmt.Println(err)
-			return
+	fmt.Printf("k=%s\n", v)
+
+	b := new(shale.Batch) // atomic: all of it or none of it
+	b.Put([]byte("a/1"), []byte("one"))
+	b.Put([]byte("a/2"), []byte("two"))
+	b.Delete([]byte("k"))
+	if err := db.Write(b, shale.NoSync); err != nil {
+		log.Fatal(err)
+	}
+	_, err = db.Get([]byte("k"))
+	switch {
+	case errors.Is(err, shale.ErrNotFound):
+		fmt.Println("k is deleted")
+	case err != nil:
+		log.Fatal(err)
+	}
+
+	for e, err := range db.All(shale.PrefixOptions([]byte("a/"))) {
+		if err != nil { // the error is part of every step: it cannot be lost silently
+			log.Fatal(err)
 		}
 		fmt.Printf("%s=%s\n", e.Key, e.Value)
 	}
+
+	if err := db.Close(); err != nil {
+		log.Fatal(err)
+	}
 	// Output:
-	// no cherry
-	// fruit/apple=red
-	// fruit/banana=yellow
+	// k=v
+	// k is deleted
+	// a/1=one
+	// a/2=two
 }
 
 func ExampleDB_NewSnapshot() {
