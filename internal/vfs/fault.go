@@ -21,6 +21,7 @@ const (
 	OpOpenDir
 	OpRemove
 	OpRename
+	OpLink
 	OpMkdirAll
 	OpList
 	OpStat
@@ -34,7 +35,7 @@ const (
 )
 
 var opNames = [NumOps]string{
-	"create", "open", "opendir", "remove", "rename", "mkdirall", "list",
+	"create", "open", "opendir", "remove", "rename", "link", "mkdirall", "list",
 	"stat", "lock", "write", "sync", "syncdir", "read", "close",
 }
 
@@ -48,11 +49,11 @@ func (o Op) String() string {
 
 // Mutates reports whether a call of this kind can change what the file
 // system holds, live or durable: create, write, sync, directory sync,
-// rename, remove, mkdirall and lock (which may create its file). Reads,
+// rename, link, remove, mkdirall and lock (which may create its file). Reads,
 // opens, lists, stats and closes change nothing.
 func (o Op) Mutates() bool {
 	switch o {
-	case OpCreate, OpWrite, OpSync, OpSyncDir, OpRename, OpRemove, OpMkdirAll, OpLock:
+	case OpCreate, OpWrite, OpSync, OpSyncDir, OpRename, OpLink, OpRemove, OpMkdirAll, OpLock:
 		return true
 	}
 	return false
@@ -61,14 +62,15 @@ func (o Op) Mutates() bool {
 // Call is one intercepted call, as an Injector sees it.
 type Call struct {
 	Op   Op
-	Path string // the file or directory the call is on; for a rename, the new name
-	Old  string // for a rename, the old name; empty otherwise
+	Path string // the file or directory the call is on; for a rename or link, the new name
+	Old  string // for a rename or link, the old name; empty otherwise
 	// N is this call's number among the calls of its Op, from 1; Seq its
 	// number among all calls, from 1.
 	N, Seq int
 }
 
-// String describes the call as "op path", or "op old path" for a rename.
+// String describes the call as "op path", or "op old path" for a rename
+// or a link.
 func (c Call) String() string {
 	if c.Old != "" {
 		return c.Op.String() + " " + c.Old + " " + c.Path
@@ -210,7 +212,7 @@ func orInjected(err error) error {
 // FaultFS wraps an FS, counts its calls by kind and fails the ones its
 // Injector chooses. A failed call does nothing (but a short write, which
 // writes part of its data) and returns an *os.PathError (an *os.LinkError
-// for a rename), as the os package would, whose Err is the injected error;
+// for a rename or a link), as the os package would, whose Err is the injected error;
 // so errors.Is sees both the injected error and, for an injected
 // syscall.Errno, what the os package would have said. Safe for concurrent
 // use.
@@ -292,27 +294,47 @@ func (f *FaultFS) openFile(op Op, name string, fn func(string) (File, error)) (F
 	return &faultFile{File: file, fs: f, path: name, dir: op == OpOpenDir}, nil
 }
 
+// Create is an OpCreate call of the FS underneath.
 func (f *FaultFS) Create(name string) (File, error) { return f.openFile(OpCreate, name, f.fs.Create) }
-func (f *FaultFS) Open(name string) (File, error)   { return f.openFile(OpOpen, name, f.fs.Open) }
+
+// Open is an OpOpen call of the FS underneath.
+func (f *FaultFS) Open(name string) (File, error) { return f.openFile(OpOpen, name, f.fs.Open) }
+
+// OpenDir is an OpOpenDir call of the FS underneath; Sync on the handle it
+// returns is an OpSyncDir call.
 func (f *FaultFS) OpenDir(name string) (File, error) {
 	return f.openFile(OpOpenDir, name, f.fs.OpenDir)
 }
 
+// Remove is an OpRemove call of the FS underneath.
 func (f *FaultFS) Remove(name string) error {
 	return f.call(OpRemove, name, func() error { return f.fs.Remove(name) })
 }
 
+// Rename is an OpRename call of the FS underneath.
 func (f *FaultFS) Rename(oldname, newname string) error {
-	if err := f.checkCall(Call{Op: OpRename, Path: newname, Old: oldname}); err != nil {
-		return &os.LinkError{Op: OpRename.String(), Old: oldname, New: newname, Err: err}
-	}
-	return f.fs.Rename(oldname, newname)
+	return f.twoNames(OpRename, oldname, newname, f.fs.Rename)
 }
 
+// Link is an OpLink call of the FS underneath.
+func (f *FaultFS) Link(oldname, newname string) error {
+	return f.twoNames(OpLink, oldname, newname, f.fs.Link)
+}
+
+// twoNames runs a call on two names, a rename or a link.
+func (f *FaultFS) twoNames(op Op, oldname, newname string, fn func(string, string) error) error {
+	if err := f.checkCall(Call{Op: op, Path: newname, Old: oldname}); err != nil {
+		return &os.LinkError{Op: op.String(), Old: oldname, New: newname, Err: err}
+	}
+	return fn(oldname, newname)
+}
+
+// MkdirAll is an OpMkdirAll call of the FS underneath.
 func (f *FaultFS) MkdirAll(dir string, perm os.FileMode) error {
 	return f.call(OpMkdirAll, dir, func() error { return f.fs.MkdirAll(dir, perm) })
 }
 
+// List is an OpList call of the FS underneath.
 func (f *FaultFS) List(dir string) ([]string, error) {
 	if err := f.check(OpList, dir); err != nil {
 		return nil, pathError(OpList, dir, err)
@@ -320,6 +342,7 @@ func (f *FaultFS) List(dir string) ([]string, error) {
 	return f.fs.List(dir)
 }
 
+// Stat is an OpStat call of the FS underneath.
 func (f *FaultFS) Stat(name string) (os.FileInfo, error) {
 	if err := f.check(OpStat, name); err != nil {
 		return nil, pathError(OpStat, name, err)
@@ -327,6 +350,7 @@ func (f *FaultFS) Stat(name string) (os.FileInfo, error) {
 	return f.fs.Stat(name)
 }
 
+// Lock is an OpLock call of the FS underneath.
 func (f *FaultFS) Lock(name string, shared bool) (io.Closer, error) {
 	if err := f.check(OpLock, name); err != nil {
 		return nil, pathError(OpLock, name, err)

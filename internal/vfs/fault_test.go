@@ -165,8 +165,35 @@ func TestOpMutates(t *testing.T) {
 			mutating = append(mutating, op.String())
 		}
 	}
-	want := []string{"create", "remove", "rename", "mkdirall", "lock", "write", "sync", "syncdir"}
+	want := []string{"create", "remove", "rename", "link", "mkdirall", "lock", "write", "sync", "syncdir"}
 	if !slices.Equal(mutating, want) {
 		t.Fatalf("mutating kinds %q, want %q", mutating, want)
+	}
+}
+
+func TestFaultFSLink(t *testing.T) {
+	m := NewMem()
+	var rec Recorder
+	f := NewFault(m, Chain(rec.Inject, FailNth(OpLink, 1, syscall.ENOSPC)))
+	file, _ := f.Create("/a")
+	file.Write([]byte("data"))
+	file.Close()
+	err := f.Link("/a", "/b")
+	var le *os.LinkError
+	if !errors.As(err, &le) || le.Op != "link" || le.Old != "/a" || le.New != "/b" || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Link = %v; want an *os.LinkError link /a /b matching ENOSPC", err)
+	}
+	if _, err := m.Stat("/b"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a failed Link made /b: Stat = %v", err)
+	}
+	if err := f.Link("/a", "/b"); err != nil {
+		t.Fatalf("second Link: %v", err)
+	}
+	if got := string(memRead(t, m, "/b")); got != "data" {
+		t.Fatalf("/b holds %q", got)
+	}
+	calls := rec.Calls()
+	if c := calls[len(calls)-1]; c.String() != "link /a /b" || c.N != 2 || f.Count(OpLink) != 2 {
+		t.Fatalf("last call %v #%d, Count(OpLink) = %d", c, c.N, f.Count(OpLink))
 	}
 }

@@ -29,6 +29,7 @@ func TestFS(t *testing.T) {
 			must(t, fs.MkdirAll(dir, 0o755))
 			testWriteRead(t, fs, dir)
 			testListRenameRemove(t, fs, dir)
+			testLink(t, fs, dir)
 			testErrors(t, fs, dir)
 		})
 	}
@@ -96,6 +97,38 @@ func testListRenameRemove(t *testing.T, fs vfs.FS, dir string) {
 	if fi, err := fs.Stat(sub); err != nil || !fi.IsDir() {
 		t.Fatalf("Stat(dir) = %v, %v", fi, err)
 	}
+}
+
+func testLink(t *testing.T, fs vfs.FS, dir string) {
+	a, b := filepath.Join(dir, "link-a"), filepath.Join(dir, "link-b")
+	writeFile(t, fs, a, "one")
+	must(t, fs.Link(a, b))
+	if got := readFile(t, fs, b); got != "one" {
+		t.Fatalf("new link reads %q", got)
+	}
+	// One file under two names: a write through either shows in both.
+	f, err := fs.Create(b) // truncates the shared file
+	must(t, err)
+	write(t, f, "two")
+	must(t, f.Close())
+	if got := readFile(t, fs, a); got != "two" {
+		t.Fatalf("after rewriting through the link, the old name reads %q", got)
+	}
+	if err := fs.Link(a, b); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("Link over an existing name = %v; want ErrExist", err)
+	}
+	var le *os.LinkError
+	if err := fs.Link(filepath.Join(dir, "missing"), filepath.Join(dir, "c")); !errors.Is(err, os.ErrNotExist) || !errors.As(err, &le) {
+		t.Fatalf("Link of a missing file = %v; want an *os.LinkError matching ErrNotExist", err)
+	}
+	if err := fs.Link(dir, filepath.Join(dir, "dirlink")); err == nil {
+		t.Fatal("Link of a directory succeeded")
+	}
+	must(t, fs.Remove(a))
+	if got := readFile(t, fs, b); got != "two" {
+		t.Fatalf("after removing the old name, the link reads %q", got)
+	}
+	must(t, fs.Remove(b))
 }
 
 func testErrors(t *testing.T, fs vfs.FS, dir string) {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/cockroachdb/errors"
 )
 
 // MemFS is an in-memory FS for tests that remembers what was made durable,
@@ -21,12 +23,16 @@ import (
 //     Create on an existing file truncates its live contents (the same file,
 //     as O_TRUNC does), not its durable ones.
 //   - Every directory has live entries and durable entries (name to file or
-//     directory). Create, Lock (creating a lock file), MkdirAll, Rename and
-//     Remove change only live entries; syncing a handle on the directory
-//     (OpenDir or Open, then Sync) sets its durable entries to its live ones.
-//     A rename between directories is durable in each directory on that
-//     directory's own sync; until both are synced, a crash may show the file
-//     under both names or neither.
+//     directory). Create, Link, Lock (creating a lock file), MkdirAll,
+//     Rename and Remove change only live entries; syncing a handle on the
+//     directory (OpenDir or Open, then Sync) sets its durable entries to its
+//     live ones. A rename between directories is durable in each directory
+//     on that directory's own sync; until both are synced, a crash may show
+//     the file under both names or neither.
+//   - A hard link (Link) is one more entry for the same file: the names
+//     share its contents, live and durable, and each entry is durable on
+//     its own directory's sync. After a crash, the names that survived
+//     still share one file.
 //   - The root directory always exists. A directory created by MkdirAll
 //     survives a crash only if its parent was synced after the creation.
 //   - Data and entries are independent: a file whose entry is durable but
@@ -231,6 +237,32 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	}
 	delete(odir.children, obase)
 	ndir.children[nbase] = n
+	return nil
+}
+
+// Link adds newname as a second entry for the file oldname: the two names
+// share one file, its contents and its durability, while each entry is
+// durable on its own directory's sync. It fails if newname exists, or (with
+// EPERM, as on Linux) if oldname is a directory.
+func (m *MemFS) Link(oldname, newname string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	fail := func(err error) error { return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: err} }
+	n, err := m.findLocked("link", oldname)
+	if err != nil {
+		return fail(errors.Unwrap(err))
+	}
+	if n.dir {
+		return fail(syscall.EPERM)
+	}
+	dir, base, err := m.parentLocked("link", newname)
+	if err != nil {
+		return fail(errors.Unwrap(err))
+	}
+	if dir.children[base] != nil {
+		return fail(fs.ErrExist)
+	}
+	dir.children[base] = n
 	return nil
 }
 

@@ -147,6 +147,53 @@ func TestMemCrashRename(t *testing.T) {
 	}
 }
 
+// TestMemCrashLink: a link is an entry like any other, durable on its
+// directory's sync; the file's data is shared, and so is its durability,
+// before and after a crash.
+func TestMemCrashLink(t *testing.T) {
+	fs := newMemDir(t)
+	must(t, fs.MkdirAll("e", 0o755))
+	syncDir(t, fs, "/")
+	f, err := fs.Create("d/f")
+	must(t, err)
+	syncDir(t, fs, "d")
+	write(t, f, "synced")
+	must(t, f.Sync())
+	must(t, fs.Link("d/f", "e/g"))
+	if got := contents(t, fs.CrashClone(), "e/g"); got != "<absent>" {
+		t.Fatalf("link without a directory sync after crash: %q; want absent", got)
+	}
+	syncDir(t, fs, "e")
+	write(t, f, "+more")
+	crashed := fs.CrashClone()
+	if got := contents(t, crashed, "e/g"); got != "synced" {
+		t.Fatalf("synced link after crash: %q; want the file's synced contents", got)
+	}
+	// The two surviving names are still one file.
+	g, err := crashed.Create("e/g")
+	must(t, err)
+	write(t, g, "x")
+	must(t, g.Close())
+	if got := contents(t, crashed, "d/f"); got != "x" {
+		t.Fatalf("after a crash, a write through one name shows %q through the other; want %q", got, "x")
+	}
+	// Syncing through the new name makes the old name's data durable.
+	h, err := fs.Open("e/g")
+	must(t, err)
+	must(t, h.Sync())
+	must(t, h.Close())
+	if got := contents(t, fs.CrashClone(), "d/f"); got != "synced+more" {
+		t.Fatalf("after a sync through the link and a crash, d/f holds %q", got)
+	}
+	// Removing a name is durable on its directory's sync; the other stays.
+	must(t, fs.Remove("d/f"))
+	syncDir(t, fs, "d")
+	crashed = fs.CrashClone()
+	if contents(t, crashed, "d/f") != "<absent>" || contents(t, crashed, "e/g") != "synced+more" {
+		t.Fatalf("after removing d/f and a crash: d/f %q, e/g %q", contents(t, crashed, "d/f"), contents(t, crashed, "e/g"))
+	}
+}
+
 // TestMemCrashNewDirectory: a directory made by MkdirAll needs its parent
 // synced, and its files need it synced.
 func TestMemCrashNewDirectory(t *testing.T) {

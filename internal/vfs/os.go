@@ -77,6 +77,9 @@ func (osFS) Remove(name string) error { return os.Remove(name) }
 // Rename renames oldname to newname, atomically replacing newname.
 func (osFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
 
+// Link makes newname a hard link to oldname.
+func (osFS) Link(oldname, newname string) error { return os.Link(oldname, newname) }
+
 // MkdirAll creates dir and any missing parents with mode perm.
 func (osFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }
 

@@ -73,6 +73,11 @@ type FS interface {
 	Remove(name string) error
 	// Rename renames oldname to newname, replacing newname atomically.
 	Rename(oldname, newname string) error
+	// Link makes newname a hard link to the file oldname: a second
+	// directory entry for the same file, whose contents the two names then
+	// share. It fails if newname exists. Like any new entry, newname is
+	// durable only once its directory is synced.
+	Link(oldname, newname string) error
 	// MkdirAll creates dir and any missing parents.
 	MkdirAll(dir string, perm os.FileMode) error
 	// List returns the names (not paths) of the entries in dir, sorted.
