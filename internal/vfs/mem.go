@@ -39,11 +39,32 @@ import (
 //     which was never synced survives empty; a synced file whose entry is not
 //     durable is gone.
 //
-// CrashClone returns the file system a restart after a crash would find:
-// each directory holds its durable entries, reached from the root through
-// durable entries only, and each file its durable contents. Locks are not
-// carried over, and nothing else about the old one is, so the clone may be
-// used as a fresh start. Open handles on the original keep working on it.
+// CrashClone returns the file system a restart after a crash (a power loss)
+// would find: each directory holds its durable entries, reached from the
+// root through durable entries only, and each file its durable contents.
+// Locks are not carried over, and nothing else about the old one is, so the
+// clone may be used as a fresh start. Open handles on the original keep
+// working on it.
+//
+// CrashCloneWith crashes as real file systems do, where some of what was
+// written and never synced may reach the disk anyway. Its model differs from
+// CrashClone's in one thing, the unsynced appended bytes of a file: when a
+// file's live contents extend its durable contents, the n bytes past them.
+// (A file truncated, or written within its durable contents, since its last
+// Sync has none: it keeps its durable contents in every mode.) Per file,
+// with k drawn uniformly from 0..n and j from 0..k:
+//
+//   - CrashDropUnsynced keeps none of them: CrashClone's model.
+//   - CrashKeepPrefix keeps the first k: the writes that were written back
+//     before the crash, cut at any byte.
+//   - CrashZeroTail keeps the first j, then k-j zero bytes: the file's size
+//     reached the disk before its data did, as ext4 in data=writeback mode
+//     or XFS can leave it.
+//   - CrashAny chooses one of the three above, each with probability 1/3.
+//
+// Directory entries follow the same rules in every mode. The draws come from
+// a generator seeded with seed, files visited in the order of their paths,
+// so a crash can be repeated exactly; a file with two names draws once.
 //
 // Paths are cleaned with path/filepath and taken relative to the root
 // ("/a/b", "a/b" and "a/./b" are the same file); both / and the platform's
@@ -68,6 +89,10 @@ type memNode struct {
 	// Sync. synced may share data's backing array; bytes below len(synced)
 	// are never written in place, so that sharing is safe (see write).
 	data, synced []byte
+	// rewritten is set when the live contents were truncated or written
+	// below len(synced) since the last Sync: they no longer extend the
+	// durable contents, and a crash keeps the durable ones whole.
+	rewritten bool
 	// For a directory: children are the live entries, durable the entries
 	// as of the last Sync of the directory.
 	children, durable map[string]*memNode
@@ -139,6 +164,7 @@ func (m *MemFS) Create(name string) (File, error) {
 		return nil, err
 	}
 	n.data = nil // a fresh array: the durable contents keep the old one
+	n.rewritten = n.rewritten || len(n.synced) > 0
 	return &memFile{fs: m, n: n, name: name, writable: true}, nil
 }
 
@@ -351,36 +377,4 @@ func (m *MemFS) Lock(name string, shared bool) (io.Closer, error) {
 		m.mu.locks[n] = &memLock{shared: shared, refs: 1}
 	}
 	return &memLockHandle{fs: m, n: n}, nil
-}
-
-// CrashClone returns a new MemFS holding only what was durable in m; see
-// the MemFS doc for the model.
-func (m *MemFS) CrashClone() *MemFS {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c := NewMem()
-	c.mu.root = crashCopy(m.mu.root, map[*memNode]*memNode{})
-	return c
-}
-
-// crashCopy copies the durable part of n. seen maps copied nodes to their
-// copies, so a file durable under two names stays one file in the copy.
-func crashCopy(n *memNode, seen map[*memNode]*memNode) *memNode {
-	if c, ok := seen[n]; ok {
-		return c
-	}
-	if !n.dir {
-		data := slices.Clone(n.synced)
-		c := &memNode{data: data, synced: data[:len(data):len(data)]}
-		seen[n] = c
-		return c
-	}
-	c := newDir()
-	seen[n] = c
-	for name, child := range n.durable {
-		cc := crashCopy(child, seen)
-		c.children[name] = cc
-		c.durable[name] = cc
-	}
-	return c
 }

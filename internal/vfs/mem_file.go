@@ -100,6 +100,7 @@ func (n *memNode) write(off int64, p []byte) {
 		return
 	case off < size:
 		n.data = slices.Clone(n.data)
+		n.rewritten = n.rewritten || off < int64(len(n.synced))
 	default:
 		n.data = append(n.data, make([]byte, off-size)...) // a hole reads as zeros
 	}
@@ -121,6 +122,7 @@ func (f *memFile) Sync() error {
 		f.n.durable = maps.Clone(f.n.children)
 	} else {
 		f.n.synced = f.n.data[:len(f.n.data):len(f.n.data)]
+		f.n.rewritten = false
 	}
 	return nil
 }

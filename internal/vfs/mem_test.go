@@ -98,6 +98,14 @@ func TestMemCrashOverwriteKeepsSynced(t *testing.T) {
 	if got := contents(t, fs.CrashClone(), "d/f"); got != "0123456" {
 		t.Fatalf("after crash: %q; want the synced %q", got, "0123456")
 	}
+	write(t, b, "789") // an append after the overwrite: still not appended bytes
+	for mode := range vfs.NumCrashModes {
+		for seed := range uint64(20) {
+			if got := contents(t, fs.CrashCloneWith(mode, seed), "d/f"); got != "0123456" {
+				t.Fatalf("after crash (%s, seed %d): %q; want the synced %q", mode, seed, got, "0123456")
+			}
+		}
+	}
 }
 
 // TestMemCrashDirEntries: creations and removals survive only if the

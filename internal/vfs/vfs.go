@@ -18,7 +18,7 @@
 // on Windows. A new, renamed or removed directory entry is durable only once
 // the directory itself is synced (OpenDir, then Sync; a no-op on Windows,
 // whose file systems do not expose that step). MemFS models exactly this; see
-// MemFS.CrashClone.
+// MemFS.CrashClone and MemFS.CrashCloneWith.
 //
 // # Locking
 //
