@@ -198,6 +198,7 @@ func (db *DB) applyGroup(log *logFile, mem *memtable.Memtable, group []*writer) 
 	if err := log.append(repr); err != nil {
 		return db.setBackgroundError(err)
 	}
+	db.walBytes.Add(int64(len(repr)))
 	if err := mem.Apply(repr, seq); err != nil {
 		return db.setBackgroundError(err)
 	}

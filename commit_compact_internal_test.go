@@ -538,7 +538,9 @@ func r2TableFiles(t *testing.T, db *DB, fsys vfs.FS) (onDisk, live []uint64) {
 
 // TestReview2FailedCompactionOutput: when creating, writing or syncing an
 // output table fails (the first or a later one), Compact returns the error,
-// leaves no table file behind, keeps every key, and the next Compact works.
+// leaves no table file behind and keeps every key readable; the error is
+// sticky (writes fail with it, Close returns it), and a reopen recovers
+// every key and compacts.
 func TestReview2FailedCompactionOutput(t *testing.T) {
 	for _, tc := range []struct {
 		op string
@@ -562,8 +564,16 @@ func TestReview2FailedCompactionOutput(t *testing.T) {
 				t.Errorf("after a failed compaction: tables on disk %v, live %v", onDisk, live)
 			}
 			r2Equal(t, r2Scan(t, db.NewIterator(nil)), model, "after the failure")
+			if err := db.Put([]byte("after"), []byte("x"), Sync); !stderrors.Is(err, errInjected) {
+				t.Fatalf("Put after a failed compaction = %v, want the sticky injected fault", err)
+			}
+			if err := db.Close(); !stderrors.Is(err, errInjected) {
+				t.Fatalf("Close after a failed compaction = %v, want the injected fault", err)
+			}
+			db = reviewMustOpen(t, fsys, &Options{Compression: NoCompression})
+			r2Equal(t, r2Scan(t, db.NewIterator(nil)), model, "after reopening")
 			if err := db.Put([]byte("after"), []byte("x"), Sync); err != nil {
-				t.Fatalf("a failed compaction stopped writes: %v", err)
+				t.Fatalf("Put after reopening: %v", err)
 			}
 			if err := db.Compact(nil, nil); err != nil {
 				t.Fatal(err)
@@ -701,11 +711,11 @@ func r2Level(t *testing.T, db *DB, level int) []TableInfo {
 
 // TestReview2CompactIntoDeepLevel: a narrow range that meets a level-0
 // table and a wide table in level 3 widens to the level-3 table's range,
-// takes the level-1 tables inside it, writes into level 3, drops the
+// takes the level-1 tables inside it, writes into the last level, drops the
 // shadowed versions and the deletion, and leaves tables outside alone.
 func TestReview2CompactIntoDeepLevel(t *testing.T) {
 	fsys := vfs.NewMem()
-	db := reviewMustOpen(t, fsys, nil)
+	db := reviewMustOpen(t, fsys, &Options{disableAutoCompactions: true}) // the levels are laid by hand
 	put := func(i int, v string) {
 		if err := db.Put(r2Key(i), []byte(v), NoSync); err != nil {
 			t.Fatal(err)
@@ -742,9 +752,12 @@ func TestReview2CompactIntoDeepLevel(t *testing.T) {
 	if l0, l1 := r2Level(t, db, 0), r2Level(t, db, 1); len(l0) != 0 || len(l1) != 1 || string(l1[0].Smallest) != string(r2Key(120)) {
 		t.Fatalf("after Compact: level 0 %v, level 1 %v; want level 0 empty and only k00120 in level 1", l0, l1)
 	}
-	l3 := r2Level(t, db, 3)
-	if len(l3) != 2 || string(l3[0].Largest) != string(r2Key(99)) || string(l3[1].Smallest) != string(r2Key(200)) {
-		t.Fatalf("level 3 = %+v", l3)
+	l3, l6 := r2Level(t, db, 3), r2Level(t, db, NumLevels-1)
+	if len(l3) != 1 || string(l3[0].Smallest) != string(r2Key(200)) {
+		t.Fatalf("level 3 = %+v; want only the table of k00200..k00250, outside the range", l3)
+	}
+	if len(l6) != 1 || string(l6[0].Smallest) != string(r2Key(0)) || string(l6[0].Largest) != string(r2Key(99)) {
+		t.Fatalf("last level = %+v; want one table of k00000..k00099", l6)
 	}
 	want := map[string]string{}
 	for i := 0; i < 100; i++ {

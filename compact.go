@@ -14,69 +14,87 @@ import (
 	"github.com/shale-db/shale/sstable"
 )
 
-// targetFileSize is the size at which a compaction starts a new table.
-const targetFileSize = 2 << 20
-
-// compactRequest asks the background loop for a manual compaction.
-type compactRequest struct {
-	start, end []byte
-	done       chan error
-}
-
 // Compact flushes the memtable, then merges every table that holds keys in
-// [start, end) (a nil bound is open) into new tables in the deepest level
-// those keys reach (at least level 1), dropping overwritten and deleted
-// data that no open snapshot can see. The range grows to the whole key
-// ranges of the tables it touches. It returns when the new tables are
-// recorded in the MANIFEST; the old ones are deleted once no iterator reads
-// them. Writes go on meanwhile: a memtable that fills is flushed after at
-// most a MiB more of the compaction's input.
+// [start, end) (a nil bound is open) into new tables in the last level,
+// dropping overwritten and deleted data that no open snapshot can see. The
+// range grows to the whole key ranges of the tables it touches. A start
+// after end is an error; an empty range does nothing.
 //
-// A start after end is an error; start == end is an empty range.
-//
-// Until leveled compaction runs in the background, Compact is how a
-// database that received many writes gets its level-0 tables merged.
+// Compact goes through the same scheduler as the automatic compactions:
+// it waits for those under way to end, runs alone, and returns when its
+// tables are recorded in the MANIFEST; the old ones are deleted once no
+// iterator reads them. Writes and flushes go on meanwhile. Close
+// interrupts it (it then returns ErrClosed). A failure is sticky, as a
+// failed flush is: later writes fail with it.
 func (db *DB) Compact(start, end []byte) error {
-	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
-		return errors.Newf("shale: compact: start %q is after end %q", start, end)
-	}
 	if db.opts.ReadOnly {
 		return db.readOnlyError()
 	}
-	if start != nil && end != nil && bytes.Compare(start, end) >= 0 {
-		return db.checkOpen() // an empty range
+	if start != nil && end != nil {
+		switch c := bytes.Compare(start, end); {
+		case c > 0:
+			return errors.Newf("shale: compact: start %q is after end %q", start, end)
+		case c == 0:
+			return db.checkOpen() // an empty range
+		}
 	}
 	if err := db.Flush(); err != nil {
 		return err
 	}
-	req := compactRequest{start: bytes.Clone(start), end: bytes.Clone(end), done: make(chan error, 1)}
-	select {
-	case db.compactCh <- req:
-		return <-req.done // the loop answers every request it takes
-	case <-db.bgDone:
+	m := &manualCompaction{start: bytes.Clone(start), end: bytes.Clone(end), done: make(chan error, 1)}
+	db.mu.Lock()
+	if db.mu.closed {
+		db.mu.Unlock()
 		return ErrClosed
 	}
+	if db.mu.bgErr != nil {
+		defer db.mu.Unlock()
+		return db.mu.bgErr
+	}
+	db.mu.manual = append(db.mu.manual, m)
+	db.maybeScheduleLocked()
+	db.mu.Unlock()
+	return <-m.done
 }
 
 // compactInput is one input table of a compaction.
 type compactInput struct {
 	level int
+	num   uint64
 	f     *manifest.FileMeta
 }
 
+// startManualLocked starts a manual compaction, which the scheduler runs
+// only when no other compaction runs. Its inputs are every table of every
+// level that meets the range, widened to their whole key ranges, and its
+// outputs go to the last level, which is where data belongs.
+func (db *DB) startManualLocked(m *manualCompaction) {
+	v := db.vs.Current()
+	inputs := pickRange(v, m.start, m.end)
+	v.Unref() // the inputs stay live in the current version until the edit
+	if len(inputs) == 0 {
+		m.done <- nil
+		return
+	}
+	c := &compaction.Compaction{Kind: compaction.KindManual, OutputLevel: manifest.NumLevels - 1, Bottommost: true}
+	files := make([]*manifest.FileMeta, len(inputs))
+	for i, in := range inputs {
+		files[i] = in.f
+	}
+	c.Smallest, c.Largest = userRangeOf(files)
+	db.startLocked(&compactionJob{c: c, inputs: inputs, manual: m})
+}
+
 // pickRange returns every table of v, at any level, that meets [start,
-// end), widened until it covers the inputs' whole key ranges, and the level
-// for the output.
-func pickRange(v *manifest.Version, start, end []byte) ([]compactInput, int) {
+// end), widened until it covers the inputs' whole key ranges.
+func pickRange(v *manifest.Version, start, end []byte) []compactInput {
 	lo, hi := start, end
 	for {
 		var in []compactInput
-		outLevel := 1
 		newLo, newHi := lo, hi
 		for level := range manifest.NumLevels {
 			for _, f := range v.Overlaps(level, lo, hi) {
-				in = append(in, compactInput{level, f})
-				outLevel = max(outLevel, level)
+				in = append(in, compactInput{level: level, num: f.Num, f: f})
 				if s := ikey.UserKey(f.Smallest); newLo != nil && bytes.Compare(s, newLo) < 0 {
 					newLo = s
 				}
@@ -86,67 +104,120 @@ func pickRange(v *manifest.Version, start, end []byte) ([]compactInput, int) {
 			}
 		}
 		if bytes.Equal(newLo, lo) && bytes.Equal(newHi, hi) {
-			return in, outLevel
+			return in
 		}
 		lo, hi = newLo, newHi
 	}
 }
 
-// compactRange runs a manual compaction; it runs on the background loop.
-func (db *DB) compactRange(start, end []byte) error {
-	db.mu.Lock()
-	closed, bgErr := db.mu.closed, db.mu.bgErr
-	smallest := db.mu.snapshots.oldest(db.visibleSeq.Load())
-	db.mu.Unlock()
-	switch {
-	case closed:
-		return ErrClosed
-	case bgErr != nil:
-		return bgErr
-	}
+// compactionResult is what a finished compaction read and wrote.
+type compactionResult struct {
+	bytesIn, bytesOut int64
+	inputLevels       [manifest.NumLevels]int64 // bytes read per level
+	tablesOut         int
+}
+
+// runCompaction runs job: a trivial move is one edit; otherwise the inputs
+// are merged into new tables of the output level, recorded with the
+// inputs' deletion in one edit.
+func (db *DB) runCompaction(job *compactionJob) (compactionResult, error) {
+	var res compactionResult
+	c := job.c
 	v := db.vs.Current()
-	inputs, outLevel := pickRange(v, start, end)
-	v.Unref() // the inputs stay live in the current version until the edit
-	if len(inputs) == 0 {
-		return nil
+	defer v.Unref()
+	files, err := resolveInputs(v, job.inputs)
+	if err != nil {
+		return res, err
 	}
-	iters := make([]iterator.Iterator, 0, len(inputs))
-	for _, in := range inputs {
-		it, err := db.openTable(in.f)
+	for i, in := range job.inputs {
+		res.inputLevels[in.level] += files[i].Size
+		res.bytesIn += files[i].Size
+	}
+	edit := &manifest.VersionEdit{}
+	for i, in := range job.inputs {
+		edit.DeleteFile(in.level, files[i].Num)
+	}
+	if c.StartLevel > 0 && c.Kind != compaction.KindManual && len(c.Inputs[0]) > 0 {
+		edit.SetCompactPointer(c.StartLevel, c.Inputs[0][len(c.Inputs[0])-1].Largest)
+	}
+	if c.Kind == compaction.KindMove {
+		edit.AddFile(c.OutputLevel, files[0])
+		res.bytesIn = 0
+		res.inputLevels = [manifest.NumLevels]int64{}
+		return res, db.logAndApply(edit)
+	}
+	out, err := db.mergeInputs(c, files)
+	if err != nil {
+		return res, err
+	}
+	for _, m := range out.metas {
+		edit.AddFile(c.OutputLevel, m)
+		res.bytesOut += m.Size
+	}
+	res.tablesOut = len(out.metas)
+	err = db.logAndApply(edit)
+	out.release()
+	return res, err
+}
+
+// resolveInputs finds each input's FileMeta in v (the current version, in
+// which reserved inputs stay until the compaction's own edit).
+func resolveInputs(v *manifest.Version, inputs []compactInput) ([]*manifest.FileMeta, error) {
+	files := make([]*manifest.FileMeta, len(inputs))
+	for i, in := range inputs {
+		for _, f := range v.Levels[in.level] {
+			if f.Num == in.num {
+				files[i] = f
+				break
+			}
+		}
+		if files[i] == nil {
+			return nil, errors.AssertionFailedf("shale: compaction input %06d not in level %d", in.num, in.level)
+		}
+	}
+	return files, nil
+}
+
+// mergeInputs merges the input tables into new tables, synced, with their
+// directory entries durable. On failure it deletes what it wrote.
+func (db *DB) mergeInputs(c *compaction.Compaction, files []*manifest.FileMeta) (*compactionOutputs, error) {
+	iters := make([]iterator.Iterator, 0, len(files))
+	for _, f := range files {
+		it, err := db.openTable(f)
 		if err != nil {
 			for _, it := range iters {
 				it.Close()
 			}
-			return err
+			return nil, err
 		}
 		iters = append(iters, it)
 	}
+	db.mu.Lock()
+	smallest := db.mu.snapshots.oldest(db.visibleSeq.Load())
+	db.mu.Unlock()
 	out := &compactionOutputs{db: db}
-	filter := &compaction.Filter{SmallestSnapshot: smallest, Bottommost: true}
-	in := &flushingIter{Iterator: merging.New(iters...), flush: db.flushImmutable}
-	err := compaction.Run(in, filter, targetFileSize, out)
-	if err == nil {
+	filter := &compaction.Filter{SmallestSnapshot: smallest, Bottommost: c.Bottommost}
+	err := compaction.Run(merging.New(iters...), filter, compaction.RunOptions{
+		TargetSize:            uint64(db.opts.TargetFileSize),
+		Grandparents:          c.Grandparents,
+		MaxGrandparentOverlap: 10 * db.opts.TargetFileSize,
+		Stop:                  db.compactionStop,
+	}, out)
+	if err == nil && len(out.metas) > 0 {
 		err = db.syncDir()
 	}
 	if err != nil {
 		out.abandon()
-		return markCorruption(errors.Wrap(err, "shale: compact"))
+		return nil, err
 	}
-	edit := &manifest.VersionEdit{}
-	for _, in := range inputs {
-		edit.DeleteFile(in.level, in.f.Num)
+	return out, nil
+}
+
+// compactionStop is polled by running compactions: Close interrupts them.
+func (db *DB) compactionStop() error {
+	if db.closing.Load() {
+		return errCompactionCanceled
 	}
-	for _, m := range out.metas {
-		edit.AddFile(outLevel, m)
-	}
-	err = db.vs.LogAndApply(edit)
-	out.release()
-	if err != nil {
-		// Whether the edit reached the MANIFEST is unknown: stop writes,
-		// as a failed flush does.
-		return db.setBackgroundError(errors.Wrap(err, "shale: compact"))
-	}
-	db.deleteObsoleteFiles()
 	return nil
 }
 
@@ -163,10 +234,7 @@ type compactionOutputs struct {
 var _ compaction.Outputs = (*compactionOutputs)(nil)
 
 func (o *compactionOutputs) Create() (*sstable.Writer, error) {
-	o.num = o.db.vs.NewFileNum()
-	o.db.mu.Lock()
-	o.db.mu.pendingOutputs[o.num] = struct{}{}
-	o.db.mu.Unlock()
+	o.num = o.db.newOutputNum()
 	o.nums = append(o.nums, o.num)
 	f, w, err := o.db.createTable(o.num)
 	o.f = f
@@ -184,28 +252,6 @@ func (o *compactionOutputs) Finish(w *sstable.Writer) error {
 	return nil
 }
 
-// flushEvery is how many bytes of input a compaction reads between checks
-// for an immutable memtable to flush.
-const flushEvery = 1 << 20
-
-// flushingIter is a compaction's input: every flushEvery bytes read, it
-// flushes the immutable memtable, if there is one, so that writes waiting
-// for room do not wait for the whole compaction (the compaction runs on
-// the loop that flushes). Run only moves it forward.
-type flushingIter struct {
-	iterator.Iterator
-	flush func()
-	read  int
-}
-
-func (it *flushingIter) Next() bool {
-	if it.read += len(it.Key()) + len(it.Value()); it.read >= flushEvery {
-		it.read = 0
-		it.flush()
-	}
-	return it.Iterator.Next()
-}
-
 // abandon removes the tables of a failed compaction.
 func (o *compactionOutputs) abandon() {
 	if o.f != nil {
@@ -218,10 +264,4 @@ func (o *compactionOutputs) abandon() {
 }
 
 // release lets deleteObsoleteFiles judge the outputs like any table.
-func (o *compactionOutputs) release() {
-	o.db.mu.Lock()
-	for _, num := range o.nums {
-		delete(o.db.mu.pendingOutputs, num)
-	}
-	o.db.mu.Unlock()
-}
+func (o *compactionOutputs) release() { o.db.releaseOutputNums(o.nums...) }

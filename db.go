@@ -48,29 +48,52 @@ type DB struct {
 
 	mu struct {
 		sync.Mutex
-		// mem takes the writes; imm, if not nil, is being flushed.
-		mem, imm *memtable.Memtable
-		// immLastSeq is the sequence number of imm's newest entry.
-		immLastSeq uint64
+		// mem takes the writes; imm holds the full memtables waiting to
+		// be flushed, oldest first (at most maxImmutables).
+		mem *memtable.Memtable
+		imm []*immMemtable
+		// switched counts the memtables ever made immutable, flushedCount
+		// those flushed since Open.
+		switched, flushedCount int64
 		// log is the WAL that mem's writes go to; nil when read-only.
 		log    *logFile
 		closed bool
-		// bgErr, once set, fails every later write: a flush or WAL
-		// write failed and the state on disk is not what memory holds.
+		// bgErr, once set, fails every later write: a WAL write or sync,
+		// a flush or a compaction failed, and the state on disk is not
+		// what memory holds.
 		bgErr error
-		// flushed is broadcast when imm becomes nil or bgErr is set.
-		flushed sync.Cond
+		// bgCond is broadcast when background work makes progress (a
+		// flush or compaction ends), when bgErr is set and on Close.
+		bgCond sync.Cond
 		// snapshots holds the sequence numbers of open snapshots.
 		snapshots snapshotList
 		// pendingOutputs holds the numbers of tables being written by a
-		// compaction, not yet live, which deleteObsoleteFiles must spare.
+		// flush or a compaction, not yet in a version, which
+		// deleteObsoleteFiles must spare.
 		pendingOutputs map[uint64]struct{}
+		// flushing is set while a flush runs; compactions lists the
+		// compactions under way; manual queues the manual compactions
+		// waiting for their turn.
+		flushing    bool
+		compactions []*compactionJob
+		manual      []*manualCompaction
+		// stalls and counters feed Metrics.
+		stalls   stallCounters
+		counters bgCounters
 	}
-	// bgWake wakes the background loop; bgDone closes when it exits.
-	bgWake chan struct{}
-	bgDone chan struct{}
-	// compactCh carries manual compactions to the background loop.
-	compactCh chan compactRequest
+	// bgWG counts background goroutines: flushes, compactions, WAL
+	// retirements. Close waits for it.
+	bgWG sync.WaitGroup
+	// closing is set by Close: running compactions stop at their next
+	// poll, and nothing new starts.
+	closing atomic.Bool
+	// l0Tables is the current version's level-0 table count, for flow
+	// control on the write path without taking the version.
+	l0Tables atomic.Int32
+	// walBytes counts the batch bytes written to WALs since Open.
+	walBytes atomic.Int64
+	// deleteMu serializes deleteObsoleteFiles.
+	deleteMu sync.Mutex
 }
 
 // MaxBatchSize is the largest encoded batch Write accepts: LevelDB's batch
@@ -153,13 +176,13 @@ func (db *DB) releaseTables() error {
 // Recovery returns what Open found in the write-ahead logs it replayed.
 func (db *DB) Recovery() RecoveryReport { return db.recovery }
 
-// Close waits for writes and a flush under way, stops the background work
-// and releases the directory. Data acknowledged by a write is already in
-// the write-ahead log, so Close does not need to flush the memtable. Using
-// the DB after Close returns ErrClosed; a second Close returns ErrClosed.
-// Iterators still open keep reading the tables they hold until they are
-// closed. If background work had failed (writes were then refused), Close
-// returns that error too.
+// Close waits for writes and a flush under way, interrupts compactions
+// (their unfinished outputs are deleted), and releases the directory. Data
+// acknowledged by a write is already in the write-ahead log, so Close does
+// not need to flush the memtable. Using the DB after Close returns
+// ErrClosed; a second Close returns ErrClosed. Iterators still open keep
+// reading the tables they hold until they are closed. If background work
+// had failed (writes were then refused), Close returns that error too.
 func (db *DB) Close() error {
 	db.mu.Lock()
 	if db.mu.closed {
@@ -167,17 +190,20 @@ func (db *DB) Close() error {
 		return ErrClosed
 	}
 	db.mu.closed = true
-	db.mu.flushed.Broadcast()
+	db.closing.Store(true)
+	db.mu.bgCond.Broadcast()
+	manual := db.mu.manual
+	db.mu.manual = nil
 	db.mu.Unlock()
+	for _, m := range manual {
+		m.done <- ErrClosed
+	}
 
 	// Wait for the commit in progress, if any, by taking a turn in the
 	// queue: every later write sees closed and fails.
 	db.commit.drain()
+	db.bgWG.Wait()
 	var err error
-	if db.bgWake != nil {
-		close(db.bgWake)
-		<-db.bgDone
-	}
 	db.mu.Lock()
 	if db.mu.log != nil {
 		err = errors.CombineErrors(err, db.mu.log.close())

@@ -1,9 +1,33 @@
 package shale
 
 import (
+	"time"
+
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/memtable"
+)
+
+// immMemtable is a full memtable waiting to be flushed.
+type immMemtable struct {
+	mem     *memtable.Memtable
+	lastSeq uint64   // the sequence number of its newest entry
+	log     *logFile // the WAL its writes went to (retired)
+	next    *logFile // the WAL that took over from log
+}
+
+// maxImmutables is how many full memtables may wait to be flushed before
+// writes wait: two, so that one slow flush does not stop writes.
+const maxImmutables = 2
+
+// Flow control: at l0SlowdownTables level-0 tables every write is delayed
+// by slowdownDelay, so that compaction catches up; at l0StopTables a full
+// memtable is not switched (writes wait) until compaction has taken level
+// 0 below it.
+const (
+	l0SlowdownTables = 8
+	l0StopTables     = 12
+	slowdownDelay    = 100 * time.Microsecond
 )
 
 // Flush writes the memtable to a table now and waits until that table is
@@ -17,8 +41,9 @@ func (db *DB) Flush() error {
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	for db.mu.imm != nil && db.mu.bgErr == nil && !db.mu.closed {
-		db.mu.flushed.Wait()
+	target := db.mu.switched // the memtables switched out so far, ours included
+	for db.mu.flushedCount < target && db.mu.bgErr == nil && !db.mu.closed {
+		db.mu.bgCond.Wait()
 	}
 	if db.mu.closed {
 		return ErrClosed
@@ -26,51 +51,97 @@ func (db *DB) Flush() error {
 	return db.mu.bgErr
 }
 
-// makeRoomLocked makes sure the memtable can take a write: if it is full
-// (or force is set and it holds anything) it becomes immutable and a new
-// memtable and WAL take over; if the previous immutable memtable is still
-// being flushed, the write waits for it. Called by the commit leader only.
+// makeRoomLocked makes sure the memtable can take a write. Past
+// l0SlowdownTables level-0 tables the write is delayed once. If the
+// memtable is full (or force is set and it holds anything) it becomes
+// immutable and a new memtable and WAL take over, unless maxImmutables
+// memtables already wait for a flush or level 0 holds l0StopTables: then
+// the write waits. Called by the commit leader only.
 func (db *DB) makeRoomLocked(force bool) error {
+	slowed := force
 	for {
 		switch {
 		case db.mu.closed:
 			return ErrClosed
 		case db.mu.bgErr != nil:
 			return db.mu.bgErr
+		case !slowed && db.l0Tables.Load() >= l0SlowdownTables:
+			slowed = true
+			db.mu.Unlock()
+			start := time.Now()
+			time.Sleep(slowdownDelay)
+			db.mu.Lock()
+			db.mu.stalls.add(stallSlowdown, time.Since(start))
+			continue
 		case force && db.mu.mem.Empty():
 			return nil
 		case !force && db.mu.mem.ApproximateSize() < db.opts.WriteBufferSize:
 			return nil
-		case db.mu.imm != nil:
-			db.mu.flushed.Wait()
+		case len(db.mu.imm) >= maxImmutables:
+			db.waitLocked(stallMemtable)
+			continue
+		case db.l0Tables.Load() >= l0StopTables:
+			db.waitLocked(stallL0)
 			continue
 		}
 		return db.switchMemtableLocked()
 	}
 }
 
-// switchMemtableLocked retires the memtable and its WAL: a new WAL is
-// created (and its directory entry synced), the old one is synced and
-// closed, and the background loop is woken to flush.
+// waitLocked waits for background progress and counts the wait as a stall
+// of kind k.
+func (db *DB) waitLocked(k stallKind) {
+	start := time.Now()
+	db.mu.bgCond.Wait()
+	db.mu.stalls.add(k, time.Since(start))
+}
+
+// switchMemtableLocked retires the memtable and its WAL: a new WAL takes
+// the writes and the old memtable waits for a flush. Syncing the retired
+// WAL and the directory entry of the new one happens in the background
+// (retireLog), not on the commit path; a Sync write to the new WAL waits
+// for it, so that no synced write is durable without every earlier one.
 func (db *DB) switchMemtableLocked() error {
-	log, err := db.createLog(db.vs.NewFileNum())
+	old := db.mu.log
+	if err := old.w.Flush(); err != nil {
+		return db.setBackgroundErrorLocked(errors.Wrapf(err, "shale: write log %06d", old.num))
+	}
+	log, err := db.openLog(db.vs.NewFileNum())
 	if err != nil {
 		return db.setBackgroundErrorLocked(err)
 	}
-	old := db.mu.log
+	log.prev = old
 	db.mu.log = log
-	if err := old.close(); err != nil {
-		// The old WAL's tail may not be durable: stop writes.
-		return db.setBackgroundErrorLocked(err)
-	}
-	db.mu.imm = db.mu.mem
-	db.mu.immLastSeq = db.commit.lastSeq // the caller is the commit leader
+	db.mu.imm = append(db.mu.imm, &immMemtable{
+		mem: db.mu.mem, lastSeq: db.commit.lastSeq, log: old, next: log, // the caller is the commit leader
+	})
 	db.mu.mem = memtable.New()
-	select {
-	case db.bgWake <- struct{}{}:
-	default:
-	}
+	db.mu.switched++
+	db.bgWG.Add(1)
+	go db.retireLog(log)
+	db.maybeScheduleLocked()
 	return nil
+}
+
+// retireLog syncs and closes log.prev, the WAL log took over from, once
+// every WAL before it is retired, then syncs the directory so that log's
+// entry is durable, and marks log ready for Sync writes.
+func (db *DB) retireLog(log *logFile) {
+	defer db.bgWG.Done()
+	old := log.prev
+	err := old.waitReady()
+	if err == nil {
+		err = old.close()
+	}
+	if err == nil {
+		err = db.syncDir()
+	}
+	if err != nil {
+		err = errors.Wrapf(err, "shale: retire log %06d", old.num)
+		// The old WAL's tail may not be durable: stop writes.
+		db.setBackgroundError(err)
+	}
+	log.setReady(err)
 }
 
 func (db *DB) setBackgroundErrorLocked(err error) error {
@@ -78,60 +149,60 @@ func (db *DB) setBackgroundErrorLocked(err error) error {
 		db.mu.bgErr = err
 		db.opts.Logger.Error("shale: writes stopped", "err", err)
 	}
-	db.mu.flushed.Broadcast()
+	db.mu.bgCond.Broadcast()
 	return err
 }
 
-// backgroundLoop is the one goroutine that writes tables: it flushes the
-// immutable memtable whenever woken, runs manual compactions, and deletes
-// the files that became obsolete. Leveled compaction will join it here.
-func (db *DB) backgroundLoop() {
-	defer close(db.bgDone)
-	for {
-		select {
-		case _, ok := <-db.bgWake:
-			if !ok {
-				return
-			}
-			db.flushImmutable()
-		case req := <-db.compactCh:
-			req.done <- db.compactRange(req.start, req.end)
-		}
-	}
-}
-
-// flushImmutable writes the immutable memtable to an L0 table, records it
-// in the MANIFEST with the WAL that took over, and deletes the WALs and
-// files that are no longer needed.
-func (db *DB) flushImmutable() {
+// flush writes the oldest immutable memtable to a level-0 table, records
+// it in the MANIFEST with the WAL that took over, and deletes the files no
+// longer needed. It runs on its own goroutine, beside compactions; the
+// scheduler starts one at a time.
+func (db *DB) flush() {
+	defer db.bgWG.Done()
 	db.mu.Lock()
-	imm, logNum, immLastSeq := db.mu.imm, db.mu.log.num, db.mu.immLastSeq
+	imm := db.mu.imm[0]
 	db.mu.Unlock()
-	if imm == nil {
-		return
-	}
-	// The MANIFEST's last sequence must be that of the newest flushed
-	// write, not of later writes in the new WAL: LevelDB's readers
-	// (goleveldb among them) refuse WAL records below it.
-	db.vs.SetLastSequence(immLastSeq)
-	edit := &manifest.VersionEdit{}
-	edit.SetLogNumber(logNum)
-	meta, err := db.writeTable(imm.NewIter())
-	if err == nil && meta != nil {
-		edit.AddFile(0, meta)
-	}
-	if err == nil {
-		err = db.vs.LogAndApply(edit)
-	}
+	start := time.Now()
+	meta, err := db.flushMemtable(imm)
 	db.mu.Lock()
+	db.mu.flushing = false
 	if err != nil {
 		db.setBackgroundErrorLocked(errors.Wrap(err, "shale: flush"))
 	} else {
-		db.mu.imm = nil
-		db.mu.flushed.Broadcast()
+		db.mu.imm = db.mu.imm[1:]
+		db.mu.flushedCount++
+		db.mu.counters.noteFlush(meta, time.Since(start))
+		db.mu.bgCond.Broadcast()
+		db.maybeScheduleLocked()
 	}
 	db.mu.Unlock()
 	if err == nil {
 		db.deleteObsoleteFiles()
 	}
+}
+
+// flushMemtable writes imm to a table and records it, and returns the
+// table's metadata (nil if imm held nothing).
+func (db *DB) flushMemtable(imm *immMemtable) (*manifest.FileMeta, error) {
+	// The next WAL's directory entry must be durable before the MANIFEST
+	// names it as the oldest log needed.
+	if err := imm.next.waitReady(); err != nil {
+		return nil, err
+	}
+	meta, err := db.writeTable(imm.mem.NewIter())
+	if err != nil {
+		return nil, err
+	}
+	edit := &manifest.VersionEdit{}
+	edit.SetLogNumber(imm.next.num)
+	// The MANIFEST's last sequence is that of the newest flushed write,
+	// not of later writes in the newer WALs: LevelDB's readers (goleveldb
+	// among them) refuse WAL records below it.
+	edit.SetLastSequence(imm.lastSeq)
+	if meta != nil {
+		edit.AddFile(0, meta)
+	}
+	err = db.logAndApply(edit)
+	db.releaseOutputs(meta)
+	return meta, err
 }

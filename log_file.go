@@ -1,6 +1,8 @@
 package shale
 
 import (
+	"sync/atomic"
+
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/internal/filename"
 	"github.com/shale-db/shale/internal/vfs"
@@ -9,23 +11,57 @@ import (
 
 // logFile is the write-ahead log that the memtable's writes go to.
 type logFile struct {
-	num uint64
-	f   vfs.File
-	w   *wal.Writer
+	num  uint64
+	f    vfs.File
+	w    *wal.Writer
+	size atomic.Int64 // bytes appended, for metrics
+
+	// prev is the WAL this one took over from, retired in the background
+	// (nil once the log was created ready). ready is closed when every
+	// earlier WAL is synced and this one's directory entry is durable;
+	// readyErr then says whether that failed.
+	prev     *logFile
+	ready    chan struct{}
+	readyErr error
 }
 
 // createLog creates WAL number num and makes its directory entry durable,
 // so that a Sync write to it survives a power loss.
 func (db *DB) createLog(num uint64) (*logFile, error) {
+	l, err := db.openLog(num)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.syncDir(); err != nil {
+		return nil, errors.CombineErrors(err, l.f.Close())
+	}
+	l.setReady(nil)
+	return l, nil
+}
+
+// openLog creates WAL number num, not yet ready: its directory entry is
+// not durable until setReady.
+func (db *DB) openLog(num uint64) (*logFile, error) {
 	name := filename.Make(db.dir, filename.Log, num)
 	f, err := db.fs.Create(name)
 	if err != nil {
 		return nil, errors.Wrap(err, "shale: create log")
 	}
-	if err := db.syncDir(); err != nil {
-		return nil, errors.CombineErrors(err, f.Close())
-	}
-	return &logFile{num: num, f: f, w: wal.NewWriter(f)}, nil
+	return &logFile{num: num, f: f, w: wal.NewWriter(f), ready: make(chan struct{})}, nil
+}
+
+// setReady records that the log's predecessors are synced and its entry
+// durable (err nil), or that making them so failed. Called once.
+func (l *logFile) setReady(err error) {
+	l.readyErr = err
+	l.prev = nil // let the retired log go
+	close(l.ready)
+}
+
+// waitReady waits until setReady and returns its error.
+func (l *logFile) waitReady() error {
+	<-l.ready
+	return l.readyErr
 }
 
 // append writes one record to the OS.
@@ -36,11 +72,15 @@ func (l *logFile) append(repr []byte) error {
 	if err := l.w.Flush(); err != nil {
 		return errors.Wrapf(err, "shale: write log %06d", l.num)
 	}
+	l.size.Store(l.w.Size())
 	return nil
 }
 
-// sync makes what was appended durable.
+// sync makes what was appended durable, with every earlier WAL.
 func (l *logFile) sync() error {
+	if err := l.waitReady(); err != nil {
+		return err
+	}
 	if err := l.f.Sync(); err != nil {
 		return errors.Wrapf(err, "shale: sync log %06d", l.num)
 	}

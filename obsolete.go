@@ -13,21 +13,29 @@ import (
 // directory) are left alone. Failures are logged, not returned: a file left
 // behind is retried at the next call.
 //
-// Only the goroutine that creates tables (Open, then the background loop)
-// calls it, so a table being flushed is never taken for obsolete; tables a
-// compaction is writing are spared through pendingOutputs.
+// Tables being written (by a flush or a compaction) are spared through
+// pendingOutputs. The order of the reads matters: the directory first,
+// then pendingOutputs, then the live versions. A table in the listing was
+// registered as pending before it was created, and leaves pendingOutputs
+// only after its edit made it part of a version, so one of the two reads
+// sees it. Calls are serialized.
 func (db *DB) deleteObsoleteFiles() {
+	db.deleteMu.Lock()
+	defer db.deleteMu.Unlock()
 	names, err := db.fs.List(db.dir)
 	if err != nil {
 		db.opts.Logger.Warn("shale: list directory for obsolete files", "err", err)
 		return
 	}
-	live := db.vs.LiveFiles()
+	live := make(map[uint64]struct{})
 	db.mu.Lock()
 	for num := range db.mu.pendingOutputs {
 		live[num] = struct{}{}
 	}
 	db.mu.Unlock()
+	for num := range db.vs.LiveFiles() {
+		live[num] = struct{}{}
+	}
 	logNum, manifestNum := db.vs.LogNumber(), db.vs.ManifestNumber()
 	removed := false
 	for _, name := range names {

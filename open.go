@@ -32,7 +32,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 
 func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 	db := &DB{dir: dir, opts: o, fs: fsys}
-	db.mu.flushed.L = &db.mu.Mutex
+	db.mu.bgCond.L = &db.mu.Mutex
 	db.mu.pendingOutputs = make(map[uint64]struct{})
 	if err := db.lockDir(); err != nil {
 		return nil, err
@@ -45,6 +45,7 @@ func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 	if err := db.loadVersions(); err != nil {
 		return nil, err
 	}
+	db.noteVersion()
 	db.blockCache = cache.New(o.CacheSize)
 	db.tables = tablecache.New(fsys, dir, db.blockCache, o.MaxOpenFiles)
 	db.tableRefs.Store(1) // the DB's own, dropped by Close
@@ -64,10 +65,9 @@ func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 		return nil, err
 	}
 	db.deleteObsoleteFiles()
-	db.bgWake = make(chan struct{}, 1)
-	db.bgDone = make(chan struct{})
-	db.compactCh = make(chan compactRequest)
-	go db.backgroundLoop()
+	db.mu.Lock()
+	db.maybeScheduleLocked() // a database opened over its L0 trigger compacts
+	db.mu.Unlock()
 	return db, nil
 }
 
@@ -184,7 +184,11 @@ func (db *DB) finishRecovery(rec *replayResult) error {
 	edit.SetLogNumber(log.num)
 	edit.SetPrevLogNumber(0)
 	db.vs.SetLastSequence(rec.lastSeq)
-	if err := db.vs.LogAndApply(edit); err != nil {
+	err = db.logAndApply(edit)
+	for _, nf := range edit.NewFiles {
+		db.releaseOutputNums(nf.Meta.Num)
+	}
+	if err != nil {
 		return err
 	}
 	if err := db.retireLogs(rec); err != nil {

@@ -66,6 +66,7 @@ const (
 	DefaultMaxOpenFiles    = 500
 	DefaultBlockSize       = 4 << 10
 	DefaultBloomBitsPerKey = 10
+	DefaultTargetFileSize  = 2 << 20
 )
 
 // Options configure Open. The zero value (and a nil *Options) means the
@@ -98,9 +99,20 @@ type Options struct {
 	BloomBitsPerKey int
 	// Compression of new tables' blocks. Default SnappyCompression.
 	Compression Compression
+	// TargetFileSize is the size at which compactions start a new table.
+	// Default DefaultTargetFileSize.
+	TargetFileSize int64
+	// MaxConcurrentCompactions bounds the compactions that run at once
+	// (a flush runs beside them in any case). Default: 1 on a machine with
+	// fewer than 4 CPUs, else 2.
+	MaxConcurrentCompactions int
 	// Logger receives what recovery found and background errors. Nil
 	// discards them.
 	Logger *slog.Logger
+
+	// disableAutoCompactions, for this package's tests that lay out
+	// levels by hand, leaves compaction to Compact.
+	disableAutoCompactions bool
 }
 
 // withDefaults returns a validated copy of o with zero fields filled.
@@ -121,7 +133,8 @@ func (o *Options) withDefaults() (Options, error) {
 	}{
 		{"WriteBufferSize", c.WriteBufferSize}, {"CacheSize", c.CacheSize},
 		{"MaxOpenFiles", int64(c.MaxOpenFiles)}, {"BlockSize", int64(c.BlockSize)},
-		{"BloomBitsPerKey", int64(c.BloomBitsPerKey)},
+		{"BloomBitsPerKey", int64(c.BloomBitsPerKey)}, {"TargetFileSize", c.TargetFileSize},
+		{"MaxConcurrentCompactions", int64(c.MaxConcurrentCompactions)},
 	} {
 		if f.v < 0 {
 			return c, errors.Newf("shale: Options.%s is negative (%d)", f.name, f.v)
@@ -132,6 +145,8 @@ func (o *Options) withDefaults() (Options, error) {
 	setDefault(&c.MaxOpenFiles, DefaultMaxOpenFiles)
 	setDefault(&c.BlockSize, DefaultBlockSize)
 	setDefault(&c.BloomBitsPerKey, DefaultBloomBitsPerKey)
+	setDefault(&c.TargetFileSize, DefaultTargetFileSize)
+	setDefault(&c.MaxConcurrentCompactions, defaultMaxConcurrentCompactions())
 	if c.MaxOpenFiles < 16 {
 		c.MaxOpenFiles = 16
 	}

@@ -19,9 +19,9 @@ import (
 // readState is what a read needs: the memtables, a referenced version, and
 // the sequence number visible when they were taken.
 type readState struct {
-	mem, imm *memtable.Memtable
-	v        *manifest.Version
-	seq      uint64
+	mems []*memtable.Memtable // the memtable, then the immutable ones, newest first
+	v    *manifest.Version
+	seq  uint64
 }
 
 // latest, as the sequence number of a read, means the one acquire takes.
@@ -40,7 +40,13 @@ func (db *DB) acquire() (readState, error) {
 		return readState{}, ErrClosed
 	}
 	db.tableRefs.Add(1)
-	return readState{mem: db.mu.mem, imm: db.mu.imm, v: db.vs.Current(), seq: db.visibleSeq.Load()}, nil
+	rs := readState{v: db.vs.Current(), seq: db.visibleSeq.Load()}
+	rs.mems = make([]*memtable.Memtable, 0, 1+len(db.mu.imm))
+	rs.mems = append(rs.mems, db.mu.mem)
+	for i := len(db.mu.imm) - 1; i >= 0; i-- {
+		rs.mems = append(rs.mems, db.mu.imm[i].mem)
+	}
+	return rs, nil
 }
 
 // release gives back what acquire took.
@@ -60,10 +66,7 @@ func (db *DB) get(key []byte, seq uint64) ([]byte, error) {
 	if seq == latest {
 		seq = rs.seq
 	}
-	for _, m := range []*memtable.Memtable{rs.mem, rs.imm} {
-		if m == nil {
-			continue
-		}
+	for _, m := range rs.mems {
 		if v, found, deleted := m.Get(key, seq); deleted {
 			return nil, ErrNotFound
 		} else if found {
@@ -125,9 +128,9 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 	if o != nil {
 		lower, upper = bytes.Clone(o.LowerBound), bytes.Clone(o.UpperBound)
 	}
-	iters := []iterator.Iterator{rs.mem.NewIter()}
-	if rs.imm != nil {
-		iters = append(iters, rs.imm.NewIter())
+	iters := make([]iterator.Iterator, 0, len(rs.mems)+8)
+	for _, m := range rs.mems {
+		iters = append(iters, m.NewIter())
 	}
 	for _, run := range sortedRuns(rs.v.Overlaps(0, lower, upper)) {
 		if len(run) == 1 {

@@ -48,6 +48,8 @@ func (s *Snapshot) Close() error {
 	s.db.mu.Lock()
 	defer s.db.mu.Unlock()
 	s.db.mu.snapshots.remove(s)
+	// Versions only this snapshot kept may now be dropped.
+	s.db.maybeScheduleLocked()
 	return nil
 }
 

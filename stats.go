@@ -38,9 +38,9 @@ func (db *DB) Stats() (Stats, error) {
 		return Stats{}, err
 	}
 	defer db.release(rs)
-	s := Stats{LastSequence: rs.seq, MemtableSize: rs.mem.ApproximateSize()}
-	if rs.imm != nil {
-		s.MemtableSize += rs.imm.ApproximateSize()
+	s := Stats{LastSequence: rs.seq}
+	for _, m := range rs.mems {
+		s.MemtableSize += m.ApproximateSize()
 	}
 	db.mu.Lock()
 	if db.mu.log != nil {

@@ -18,9 +18,10 @@ func (db *DB) writeTable(it iterator.Iterator) (meta *manifest.FileMeta, err err
 	if !it.First() {
 		return nil, it.Err()
 	}
-	num := db.vs.NewFileNum()
+	num := db.newOutputNum()
 	f, w, err := db.createTable(num)
 	if err != nil {
+		db.releaseOutputNums(num)
 		return nil, err
 	}
 	for ok := true; ok && err == nil; ok = it.Next() {
@@ -38,9 +39,38 @@ func (db *DB) writeTable(it iterator.Iterator) (meta *manifest.FileMeta, err err
 	if err != nil {
 		f.Close() // a no-op error if finishTable closed it
 		db.fs.Remove(filename.Make(db.dir, filename.Table, num))
+		db.releaseOutputNums(num)
 		return nil, errors.Wrapf(err, "shale: write table %06d", num)
 	}
 	return meta, nil
+}
+
+// newOutputNum allocates the number of a table about to be written and
+// keeps deleteObsoleteFiles from taking the table for a leftover until
+// releaseOutputNums: it is in no version until its edit is applied.
+func (db *DB) newOutputNum() uint64 {
+	num := db.vs.NewFileNum()
+	db.mu.Lock()
+	db.mu.pendingOutputs[num] = struct{}{}
+	db.mu.Unlock()
+	return num
+}
+
+// releaseOutputNums lets deleteObsoleteFiles judge the tables like any
+// other: their edit has been applied, or they were removed.
+func (db *DB) releaseOutputNums(nums ...uint64) {
+	db.mu.Lock()
+	for _, num := range nums {
+		delete(db.mu.pendingOutputs, num)
+	}
+	db.mu.Unlock()
+}
+
+// releaseOutputs is releaseOutputNums for a table's metadata (nil: none).
+func (db *DB) releaseOutputs(meta *manifest.FileMeta) {
+	if meta != nil {
+		db.releaseOutputNums(meta.Num)
+	}
 }
 
 // createTable creates table file num and a writer over it.
@@ -64,7 +94,10 @@ func finishTable(num uint64, f vfs.File, w *sstable.Writer) (*manifest.FileMeta,
 		return nil, errors.Wrapf(err, "shale: finish table %06d", num)
 	}
 	m := w.Meta()
-	return &manifest.FileMeta{Num: num, Size: int64(m.Size), Smallest: m.Smallest, Largest: m.Largest}, nil
+	return &manifest.FileMeta{
+		Num: num, Size: int64(m.Size), Smallest: m.Smallest, Largest: m.Largest,
+		Entries: uint64(m.Entries), Deletions: uint64(m.Deletions), LargestSeq: m.LargestSeq, HasStats: true,
+	}, nil
 }
 
 func (db *DB) tableWriterOptions() sstable.WriterOptions {

@@ -1,13 +1,3 @@
-// Package compaction runs compactions: it merges the entries of input
-// tables and keeps only what a reader can still see, at the newest
-// sequence number or at any open snapshot. Picking which tables to compact
-// (leveled compaction) will join it here; today the engine's manual
-// Compact picks them.
-//
-// Usage: build an Iter over the inputs' entries (a merging iterator, in
-// ikey order), a Filter for the open snapshots, and call Run with an
-// Outputs that creates the table files. Run is not safe for concurrent
-// use on one Outputs; separate runs are independent.
 package compaction
 
 import (
@@ -15,7 +5,6 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/internal/ikey"
-	"github.com/shale-db/shale/internal/iterator"
 	"github.com/shale-db/shale/sstable"
 )
 
@@ -62,6 +51,18 @@ func (f *Filter) Drop(k []byte) bool {
 	return drop
 }
 
+// Iter is a compaction's input: entries in internal-key order (the
+// engine's merging iterator over the input tables). Key and Value are
+// valid until the next call.
+type Iter interface {
+	First() bool
+	Next() bool
+	Key() []byte
+	Value() []byte
+	Err() error
+	Close() error
+}
+
 // Outputs creates the tables a compaction writes.
 type Outputs interface {
 	// Create starts a new output table and returns its writer.
@@ -71,16 +72,42 @@ type Outputs interface {
 	Finish(w *sstable.Writer) error
 }
 
+// RunOptions shape a run's outputs.
+type RunOptions struct {
+	// TargetSize is the size at which an output table is finished, at
+	// the next user-key boundary.
+	TargetSize uint64
+	// Grandparents are the tables of the level below the outputs, in key
+	// order; an output is finished, at a user-key boundary, before it
+	// would overlap more than MaxGrandparentOverlap bytes of them, so that
+	// compacting it later stays small.
+	Grandparents          []Table
+	MaxGrandparentOverlap int64
+	// Stop, if set, is polled every few thousand entries; when it returns
+	// an error the run ends with it (Close interrupting a compaction).
+	Stop func() error
+}
+
+// stopEvery is how many entries a run reads between polls of Stop.
+const stopEvery = 4096
+
 // Run copies the entries of in that f keeps to tables made by out, in
-// order, starting a new table once the current one reaches targetSize
-// bytes at a user-key boundary (so that one user key never spans two
-// output tables). It closes in. An error leaves the outputs made so far
-// for the caller to delete.
-func Run(in iterator.Iterator, f *Filter, targetSize uint64, out Outputs) (err error) {
+// order, starting a new table at a user-key boundary (one user key never
+// spans two output tables) once the current one reaches the target size or
+// its grandparent overlap. It closes in. An error leaves the outputs made
+// so far for the caller to delete.
+func Run(in Iter, f *Filter, o RunOptions, out Outputs) (err error) {
 	defer func() { err = errors.CombineErrors(err, in.Close()) }()
 	var w *sstable.Writer
 	var prev []byte // the user key last written
+	gp := grandparentTracker{tables: o.Grandparents, limit: o.MaxGrandparentOverlap}
+	n := 0
 	for ok := in.First(); ok; ok = in.Next() {
+		if n++; o.Stop != nil && n%stopEvery == 0 {
+			if err := o.Stop(); err != nil {
+				return err
+			}
+		}
 		k := in.Key()
 		if !ikey.Valid(k) {
 			return errors.Newf("compaction: malformed internal key %x", k)
@@ -89,11 +116,14 @@ func Run(in iterator.Iterator, f *Filter, targetSize uint64, out Outputs) (err e
 			continue
 		}
 		uk := ikey.UserKey(k)
-		if w != nil && w.EstimatedSize() >= targetSize && !bytes.Equal(uk, prev) {
+		newKey := w == nil || !bytes.Equal(uk, prev)
+		overGP := newKey && gp.advance(uk)
+		if w != nil && newKey && (w.EstimatedSize() >= o.TargetSize || overGP) {
 			if err := out.Finish(w); err != nil {
 				return err
 			}
 			w = nil
+			gp.reset()
 		}
 		if w == nil {
 			if w, err = out.Create(); err != nil {
@@ -113,3 +143,28 @@ func Run(in iterator.Iterator, f *Filter, targetSize uint64, out Outputs) (err e
 	}
 	return nil
 }
+
+// grandparentTracker measures how many bytes of the grandparent tables the
+// output being written overlaps, as LevelDB's ShouldStopBefore does.
+type grandparentTracker struct {
+	tables  []Table
+	limit   int64
+	i       int   // the first grandparent not yet passed
+	overlap int64 // bytes of grandparents passed since the output began
+	seen    bool  // the current output has a key
+}
+
+// advance moves past the grandparents that end before user key uk and
+// reports whether the current output already overlaps more than the limit.
+func (g *grandparentTracker) advance(uk []byte) bool {
+	for g.i < len(g.tables) && bytes.Compare(uk, ikey.UserKey(g.tables[g.i].Largest)) > 0 {
+		if g.seen {
+			g.overlap += g.tables[g.i].Size
+		}
+		g.i++
+	}
+	g.seen = true
+	return g.limit > 0 && g.overlap > g.limit
+}
+
+func (g *grandparentTracker) reset() { g.overlap = 0 }

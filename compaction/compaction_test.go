@@ -45,7 +45,7 @@ func (o *memOutputs) Finish(w *sstable.Writer) error {
 func run(t *testing.T, f *compaction.Filter, target uint64, specs ...string) *memOutputs {
 	t.Helper()
 	out := new(memOutputs)
-	if err := compaction.Run(itertest.FromStrings(specs...), f, target, out); err != nil {
+	if err := compaction.Run(itertest.FromStrings(specs...), f, compaction.RunOptions{TargetSize: target}, out); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -132,7 +132,7 @@ func TestRunEmptyAndAllDropped(t *testing.T) {
 
 func TestRunPropagatesInputError(t *testing.T) {
 	in := itertest.FromStrings("a#1,PUT:x", "b#1,PUT:y", "c#1,PUT:z").FailAfter(2, fmt.Errorf("disk on fire"))
-	err := compaction.Run(in, &compaction.Filter{}, 1<<20, new(memOutputs))
+	err := compaction.Run(in, &compaction.Filter{}, compaction.RunOptions{TargetSize: 1 << 20}, new(memOutputs))
 	if err == nil || !strings.Contains(err.Error(), "disk on fire") {
 		t.Fatalf("Run = %v, want the input's error", err)
 	}

@@ -58,6 +58,10 @@ type Meta struct {
 	Smallest, Largest []byte
 	// Entries is the number of entries; DataBlocks the number of data blocks.
 	Entries, DataBlocks int
+	// Deletions is the number of entries that are deletions; LargestSeq
+	// the largest sequence number of any entry.
+	Deletions  int
+	LargestSeq uint64
 }
 
 // Writer writes a table to an io.Writer: call Add for every entry in
@@ -142,6 +146,10 @@ func (w *Writer) Add(key, value []byte) error {
 	}
 	w.lastKey = append(w.lastKey[:0], key...)
 	w.meta.Entries++
+	if ikey.KindOf(key) == ikey.KindDelete {
+		w.meta.Deletions++
+	}
+	w.meta.LargestSeq = max(w.meta.LargestSeq, ikey.Seq(key))
 	w.data.add(key, value)
 	if w.data.estimatedSize() >= w.opts.BlockSize {
 		w.finishDataBlock()

@@ -18,6 +18,13 @@ type FileMeta struct {
 	Size     int64  // file size in bytes
 	Smallest []byte // smallest internal key in the table
 	Largest  []byte // largest internal key in the table
+
+	// Stats are known for tables this process wrote (the MANIFEST does
+	// not record them): entries, deletions among them, and the newest
+	// sequence number. Compaction picking uses them to find tables dense
+	// with deletions.
+	Entries, Deletions, LargestSeq uint64
+	HasStats                       bool
 }
 
 // String formats m as "000012 1234B [a#5,PUT .. z#3,DEL]".

@@ -216,8 +216,13 @@ func writeSynced(w *wal.Writer, f vfs.File, rec []byte) error {
 }
 
 // LogAndApply records e durably and installs the resulting Version. It fills
-// in e's next file number and last sequence from the set, and its log
-// number and prev log number from the set when e has none; e is modified.
+// in e's next file number from the set; its log number, prev log number and
+// last sequence from the set when e has none (a last sequence below the
+// set's is raised to it, and one above it becomes the set's); e is
+// modified. A flush sets the last sequence of the memtable it wrote, in
+// the same edit as the log number that retires that memtable's WAL, so
+// that the MANIFEST never records a sequence number above a WAL record it
+// still needs: LevelDB's readers refuse such records.
 // The new Version shares e's FileMetas and the set keeps its compact
 // pointer keys: neither may be modified afterwards.
 // It then appends e to the MANIFEST as one record, flushes and syncs it,
@@ -253,6 +258,7 @@ func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
 		vs.err = errors.Wrapf(err, "manifest: write %s", filename.Name(filename.Manifest, vs.ManifestNumber()))
 		return vs.err
 	}
+	vs.lastSeq.Store(e.LastSequence)
 	vs.mu.Lock()
 	vs.mu.logNumber, vs.mu.prevLogNumber = e.LogNumber, e.PrevLogNumber
 	for _, p := range e.CompactPointers {
@@ -287,7 +293,9 @@ func (vs *VersionSet) fillEdit(e *VersionEdit) error {
 		e.SetPrevLogNumber(prevLogNum)
 	}
 	e.SetNextFileNumber(next)
-	e.SetLastSequence(vs.lastSeq.Load())
+	if last := vs.lastSeq.Load(); !e.HasLastSequence || e.LastSequence < last {
+		e.SetLastSequence(last)
+	}
 	return nil
 }
 

@@ -1,0 +1,203 @@
+package shale
+
+import (
+	"runtime"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shale-db/shale/compaction"
+	"github.com/shale-db/shale/internal/ikey"
+	"github.com/shale-db/shale/internal/manifest"
+)
+
+// errCompactionCanceled ends a compaction that Close interrupted. It is
+// not a background error: nothing went wrong, and the outputs are deleted.
+var errCompactionCanceled = errors.New("shale: compaction canceled by Close")
+
+// compactionJob is a compaction under way.
+type compactionJob struct {
+	c       *compaction.Compaction
+	inputs  []compactInput // every input table with its level
+	running compaction.Running
+	manual  *manualCompaction // nil for an automatic one
+}
+
+// manualCompaction is a Compact call waiting for, then taking, its turn.
+type manualCompaction struct {
+	start, end []byte
+	done       chan error // receives the result once
+}
+
+// defaultMaxConcurrentCompactions is Options.MaxConcurrentCompactions'
+// default: 1 below 4 CPUs, else 2.
+func defaultMaxConcurrentCompactions() int {
+	if runtime.NumCPU() < 4 {
+		return 1
+	}
+	return 2
+}
+
+// maybeScheduleLocked is the one place that decides what background work
+// runs next. It starts a flush when a full memtable waits and none runs;
+// then, unless a manual compaction waits (it runs alone, once the running
+// ones end), it starts compactions picked by compaction.Pick up to
+// MaxConcurrentCompactions. Flushes and compactions run side by side, so
+// a flush never waits behind a compaction. Call it after anything that may
+// make work due: a memtable switch, the end of a flush or compaction, a
+// manual request, the release of a snapshot, Open.
+func (db *DB) maybeScheduleLocked() {
+	if db.mu.closed || db.mu.bgErr != nil || db.opts.ReadOnly {
+		return
+	}
+	if len(db.mu.imm) > 0 && !db.mu.flushing {
+		db.mu.flushing = true
+		db.bgWG.Add(1)
+		go db.flush()
+	}
+	if len(db.mu.manual) > 0 {
+		if len(db.mu.compactions) == 0 {
+			m := db.mu.manual[0]
+			db.mu.manual = db.mu.manual[1:]
+			db.startManualLocked(m)
+		}
+		return
+	}
+	for !db.opts.disableAutoCompactions && len(db.mu.compactions) < db.opts.MaxConcurrentCompactions {
+		c := db.pickLocked()
+		if c == nil {
+			return
+		}
+		db.startLocked(&compactionJob{c: c})
+	}
+}
+
+// pickLocked asks the picker for the next automatic compaction.
+func (db *DB) pickLocked() *compaction.Compaction {
+	v := db.vs.Current()
+	defer v.Unref()
+	st := compaction.State{
+		CompactPointer: db.vs.CompactPointer,
+		OldestSnapshot: db.mu.snapshots.oldest(db.visibleSeq.Load()),
+	}
+	for _, j := range db.mu.compactions {
+		st.Running = append(st.Running, j.running)
+	}
+	return compaction.Pick(newVersionLSM(v), db.pickerOptions(), st)
+}
+
+func (db *DB) pickerOptions() compaction.Options {
+	return compaction.Options{
+		BaseLevelMinBytes: db.opts.WriteBufferSize,
+		TargetFileSize:    db.opts.TargetFileSize,
+	}
+}
+
+// startLocked records job as under way and runs it on its own goroutine.
+func (db *DB) startLocked(job *compactionJob) {
+	c := job.c
+	if job.inputs == nil {
+		for i, level := range [2]int{c.StartLevel, c.OutputLevel} {
+			for _, t := range c.Inputs[i] {
+				job.inputs = append(job.inputs, compactInput{level: level, num: t.Num})
+			}
+		}
+	}
+	job.running = compaction.Running{
+		StartLevel: c.StartLevel, OutputLevel: c.OutputLevel,
+		Smallest: c.Smallest, Largest: c.Largest,
+	}
+	for _, in := range job.inputs {
+		job.running.Tables = append(job.running.Tables, in.num)
+	}
+	db.mu.compactions = append(db.mu.compactions, job)
+	db.bgWG.Add(1)
+	go db.runJob(job)
+}
+
+// runJob runs a compaction and records its end: its error is sticky
+// unless Close interrupted it, and the scheduler is asked for more work.
+func (db *DB) runJob(job *compactionJob) {
+	defer db.bgWG.Done()
+	start := time.Now()
+	res, err := db.runCompaction(job)
+	db.mu.Lock()
+	for i, j := range db.mu.compactions {
+		if j == job {
+			db.mu.compactions = append(db.mu.compactions[:i], db.mu.compactions[i+1:]...)
+			break
+		}
+	}
+	switch {
+	case err == nil:
+		db.mu.counters.noteCompaction(job.c, res, time.Since(start))
+	case errors.Is(err, errCompactionCanceled):
+		err = ErrClosed
+	default:
+		err = markCorruption(errors.Wrap(err, "shale: compact"))
+		db.setBackgroundErrorLocked(err)
+	}
+	db.mu.bgCond.Broadcast()
+	db.maybeScheduleLocked()
+	db.mu.Unlock()
+	if err == nil {
+		db.deleteObsoleteFiles()
+	}
+	if job.manual != nil {
+		job.manual.done <- err // after the inputs are deleted
+	}
+}
+
+// logAndApply records edit in the MANIFEST and installs the new version,
+// keeping l0Tables current. An error is not sticky here: callers decide.
+func (db *DB) logAndApply(edit *manifest.VersionEdit) error {
+	err := db.vs.LogAndApply(edit)
+	db.noteVersion()
+	return err
+}
+
+// noteVersion refreshes what the write path reads of the current version.
+func (db *DB) noteVersion() {
+	v := db.vs.Current()
+	db.l0Tables.Store(int32(v.NumFiles(0)))
+	v.Unref()
+}
+
+// versionLSM is a manifest.Version as the compaction picker sees it.
+type versionLSM struct{ levels [manifest.NumLevels][]compaction.Table }
+
+var _ compaction.LSM = (*versionLSM)(nil)
+
+func newVersionLSM(v *manifest.Version) *versionLSM {
+	l := new(versionLSM)
+	for level, files := range v.Levels {
+		l.levels[level] = make([]compaction.Table, len(files))
+		for i, f := range files {
+			l.levels[level][i] = tableOf(f)
+		}
+	}
+	return l
+}
+
+func (l *versionLSM) NumLevels() int                      { return manifest.NumLevels }
+func (l *versionLSM) Tables(level int) []compaction.Table { return l.levels[level] }
+
+func tableOf(f *manifest.FileMeta) compaction.Table {
+	return compaction.Table{
+		Num: f.Num, Size: f.Size, Smallest: f.Smallest, Largest: f.Largest,
+		Entries: f.Entries, Deletions: f.Deletions, LargestSeq: f.LargestSeq, HasStats: f.HasStats,
+	}
+}
+
+// userRangeOf returns the user-key range of a compaction's inputs.
+func userRangeOf(files []*manifest.FileMeta) (lo, hi []byte) {
+	for _, f := range files {
+		s, l := ikey.UserKey(f.Smallest), ikey.UserKey(f.Largest)
+		if lo == nil || string(s) < string(lo) {
+			lo = s
+		}
+		if hi == nil || string(l) > string(hi) {
+			hi = l
+		}
+	}
+	return lo, hi
+}
