@@ -163,7 +163,9 @@ func (db *DB) noteVersion() {
 }
 
 // versionLSM is a manifest.Version as the compaction picker sees it.
-type versionLSM struct{ levels [manifest.NumLevels][]compaction.Table }
+type versionLSM struct {
+	levels [manifest.NumLevels][]compaction.Table
+}
 
 var _ compaction.LSM = (*versionLSM)(nil)
 
