@@ -122,7 +122,7 @@ func (s *Store) load() error {
 		return err
 	}
 	if pending.ok && !s.readOnly {
-		if err := s.deleteEntries(pending.first, pending.last, nil); err != nil {
+		if err := s.deleteEntries(pending.first, pending.last, nil, true); err != nil {
 			return err
 		}
 	}

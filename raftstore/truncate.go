@@ -53,7 +53,7 @@ func (s *Store) DeleteRange(from, to uint64) error {
 		// A prefix, or everything: nothing below hi+1 stays live.
 		lowWater = appendUint64(nil, hi+1)
 	}
-	err := s.deleteEntries(lo, hi, lowWater)
+	err := s.deleteEntries(lo, hi, lowWater, false)
 
 	s.mu.Lock()
 	s.mu.deleting = false
@@ -72,15 +72,16 @@ func (s *Store) DeleteRange(from, to uint64) error {
 // to lowWater if it is not nil, in batches of truncateChunk tombstones.
 // If there is more than one batch, the first also records the range in
 // metaTruncation and the last removes it, so that a crash in between
-// leaves a deletion that New finishes. The first and last batches are
-// Sync; when it returns, the deletion is on disk.
-func (s *Store) deleteEntries(lo, hi uint64, lowWater []byte) error {
+// leaves a deletion that New finishes (with resume set: its last batch
+// removes the record in any case). The first and last batches are Sync;
+// when it returns, the deletion is on disk.
+func (s *Store) deleteEntries(lo, hi uint64, lowWater []byte, resume bool) error {
 	multi := hi-lo >= truncateChunk
 	var b shale.Batch
 	if lowWater != nil {
 		b.Put(metaLowWater, lowWater)
 	}
-	if multi {
+	if multi && !resume {
 		b.Put(metaTruncation, appendUint64(appendUint64(nil, lo), hi))
 	}
 	key := make([]byte, 0, logKeyLen)
@@ -95,7 +96,7 @@ func (s *Store) deleteEntries(lo, hi uint64, lowWater []byte) error {
 		if first || i == hi {
 			d = shale.Sync
 		}
-		if i == hi && multi {
+		if i == hi && (multi || resume) {
 			b.Delete(metaTruncation)
 		}
 		if err := s.db.Write(&b, d); err != nil {
