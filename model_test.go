@@ -19,8 +19,12 @@ import (
 // steps both ways, direction changes, bounds) over the DB and over old
 // snapshots are compared with the sorted model.
 //
-// SHALE_MODEL_STEPS sets the number of steps (default 400); the seed is
-// logged and SHALE_MODEL_SEED replays one.
+// The write buffer and table size are tiny, so that automatic compactions,
+// trivial moves and flushes run beside the steps all the time.
+//
+// SHALE_MODEL_STEPS sets the number of steps (default 400). CI runs three
+// fixed seeds; SHALE_MODEL_SEED=random runs a random one (logged), and
+// SHALE_MODEL_SEED=N replays seed N.
 
 type modelView interface {
 	Get([]byte) ([]byte, error)
@@ -32,24 +36,72 @@ type modelSnap struct {
 	state map[string]string
 }
 
+// modelKeys is the size of the model test's key space.
+const modelKeys = 400
+
+func modelKey(i int) string { return fmt.Sprintf("k%03d", i) }
+
 func TestModel(t *testing.T) {
 	steps := 400
 	if s := os.Getenv("SHALE_MODEL_STEPS"); s != "" {
 		steps, _ = strconv.Atoi(s)
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("SHALE_MODEL_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
+	seeds := []uint64{1, 2, 3}
+	switch s := os.Getenv("SHALE_MODEL_SEED"); s {
+	case "":
+	case "random":
+		seeds = []uint64{uint64(time.Now().UnixNano())}
+	default:
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("SHALE_MODEL_SEED=%q: %v", s, err)
+		}
+		seeds = []uint64{seed}
 	}
-	t.Logf("seed %d (SHALE_MODEL_SEED to replay)", seed)
+	var total modelCounts
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			t.Logf("seed %d (SHALE_MODEL_SEED=%d replays it)", seed, seed)
+			c := runModel(t, seed, steps)
+			total.compactions += c.compactions
+			total.moves += c.moves
+			total.flushes += c.flushes
+		})
+	}
+	t.Logf("%d flushes, %d compactions, %d trivial moves", total.flushes, total.compactions, total.moves)
+	if !t.Failed() && steps >= 400 && (total.compactions == 0 || total.moves == 0 || total.flushes == 0) {
+		t.Errorf("the model ran %d flushes, %d automatic compactions and %d trivial moves; want some of each",
+			total.flushes, total.compactions, total.moves)
+	}
+}
+
+// modelCounts adds up the background work of a model run.
+type modelCounts struct{ flushes, compactions, moves int64 }
+
+func (c *modelCounts) add(m shale.Metrics) {
+	c.flushes += m.Flushes
+	c.compactions += m.Compactions.Default + m.Compactions.Tombstone
+	c.moves += m.Compactions.Move
+}
+
+func runModel(t *testing.T, seed uint64, steps int) (counts modelCounts) {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	opts := &shale.Options{WriteBufferSize: 8 << 10, BlockSize: 256}
+	opts := &shale.Options{WriteBufferSize: 2 << 10, TargetFileSize: 2 << 10, BlockSize: 256}
 	db, dir := openDB(t, opts)
+	defer func() { counts.add(db.Metrics()) }()
 	state := map[string]string{}
 	var snaps []modelSnap
-	key := func() string { return fmt.Sprintf("k%03d", r.IntN(150)) }
+	key := func() string { return modelKey(r.IntN(modelKeys)) }
+	appended := 0 // keys "z%06d" written so far, in order: disjoint tables, trivial moves
 	for step := range steps {
 		switch p := r.IntN(100); {
+		case p < 3:
+			for range 100 {
+				k, v := fmt.Sprintf("z%06d", appended), fmt.Sprintf("a%d-%s", step, bytes.Repeat([]byte("y"), 40))
+				mustPut(t, db, k, v)
+				state[k] = v
+				appended++
+			}
 		case p < 55:
 			k, v := key(), fmt.Sprintf("v%d-%s", step, bytes.Repeat([]byte("x"), r.IntN(200)))
 			mustPut(t, db, k, v)
@@ -95,6 +147,7 @@ func TestModel(t *testing.T) {
 				t.Fatal(err)
 			}
 		case p < 91:
+			counts.add(db.Metrics())
 			db.Close() // closes the snapshots with it
 			snaps = nil
 			db = reopen(t, dir, opts)
@@ -115,13 +168,14 @@ func TestModel(t *testing.T) {
 			checkView(t, r, s.snap, s.state, fmt.Sprintf("step %d snapshot", step))
 		}
 	}
+	return counts // the deferred add counts the last run
 }
 
 // checkView compares a few Gets and one random iterator walk with state.
 func checkView(t *testing.T, r *rand.Rand, v modelView, state map[string]string, where string) {
 	t.Helper()
 	for range 3 {
-		k := fmt.Sprintf("k%03d", r.IntN(150))
+		k := modelKey(r.IntN(modelKeys))
 		got, err := v.Get([]byte(k))
 		if want, ok := state[k]; ok != (err == nil) || (ok && string(got) != want) {
 			t.Fatalf("%s: Get(%s) = %q, %v; model has %q, %v", where, k, got, err, want, ok)
@@ -129,10 +183,10 @@ func checkView(t *testing.T, r *rand.Rand, v modelView, state map[string]string,
 	}
 	var lo, hi []byte
 	if r.IntN(2) == 0 {
-		lo = []byte(fmt.Sprintf("k%03d", r.IntN(150)))
+		lo = []byte(modelKey(r.IntN(modelKeys)))
 	}
 	if r.IntN(2) == 0 {
-		hi = []byte(fmt.Sprintf("k%03d", r.IntN(150)))
+		hi = []byte(modelKey(r.IntN(modelKeys)))
 	}
 	var keys []string // the model's keys within [lo, hi)
 	for k := range state {
@@ -147,7 +201,7 @@ func checkView(t *testing.T, r *rand.Rand, v modelView, state map[string]string,
 	for op := range 25 {
 		var ok bool
 		var name string
-		seek := fmt.Sprintf("k%03d", r.IntN(155))
+		seek := modelKey(r.IntN(modelKeys + 5))
 		switch c := r.IntN(6); {
 		case c == 0 || pos < 0 && c >= 4:
 			name, ok = "First", it.First()
