@@ -86,7 +86,8 @@ func (op crashOp) applyTo(m map[string]string) {
 }
 
 func crashOptions() *shale.Options {
-	return &shale.Options{WriteBufferSize: 48 << 10} // flushes during the kills
+	// Flushes and automatic compactions during the kills.
+	return &shale.Options{WriteBufferSize: 48 << 10, TargetFileSize: 32 << 10}
 }
 
 // runCrashChildIfAsked runs the writer, and exits, when the test binary was
@@ -113,9 +114,22 @@ func crashChild(spec string) {
 	var mu sync.Mutex
 	out := bufio.NewWriter(os.Stdout)
 	var wg sync.WaitGroup
-	go func() { // compactions, so that kills land in them too
+	go func() { // "bg N" whenever the number of compactions running changes
+		last := -1
 		for {
-			time.Sleep(time.Duration(10+rand.IntN(40)) * time.Millisecond)
+			if n := db.Metrics().CompactionsRunning; n != last {
+				mu.Lock()
+				fmt.Fprintf(out, "bg %d\n", n)
+				out.Flush()
+				mu.Unlock()
+				last = n
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	go func() { // manual compactions beside the automatic ones
+		for {
+			time.Sleep(time.Duration(50+rand.IntN(150)) * time.Millisecond)
 			if err := db.Compact(nil, nil); err != nil {
 				fmt.Printf("compact-error %v\n", err)
 				os.Exit(1)
@@ -156,9 +170,12 @@ func TestCrashRecovery(t *testing.T) {
 	// acked[c][g] is the number of operations goroutine g acknowledged in
 	// cycle c.
 	var acked [][crashWriters]int
-	totalAcked := 0
+	totalAcked, duringCompaction := 0, 0
 	for c := range cycles {
-		acks := runCrashChild(t, dir, c, time.Duration(20+r.IntN(250))*time.Millisecond)
+		acks, compacting := runCrashChild(t, dir, c, time.Duration(20+r.IntN(250))*time.Millisecond)
+		if compacting {
+			duringCompaction++
+		}
 		acked = append(acked, acks)
 		verifyCrashState(t, dir, acked)
 		for _, n := range acked[c] {
@@ -169,13 +186,16 @@ func TestCrashRecovery(t *testing.T) {
 	if st, err := db.Stats(); err != nil || len(st.Tables) == 0 {
 		t.Fatalf("no tables after the kills (%v): flushes were not exercised", err)
 	}
-	t.Logf("%d kills, %d operations acknowledged, 0 lost", cycles, totalAcked)
+	t.Logf("%d kills (%d during a compaction), %d operations acknowledged, 0 lost", cycles, duringCompaction, totalAcked)
+	if cycles >= 10 && duringCompaction == 0 {
+		t.Errorf("none of %d kills landed during a compaction", cycles)
+	}
 }
 
 // runCrashChild runs one writer child for cycle c, kills it after it has
 // written for about d, and returns how many operations each goroutine
-// acknowledged.
-func runCrashChild(t *testing.T, dir string, c int, d time.Duration) (acks [crashWriters]int) {
+// acknowledged and whether a compaction was running at the kill.
+func runCrashChild(t *testing.T, dir string, c int, d time.Duration) (acks [crashWriters]int, compacting bool) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir+","+strconv.Itoa(c))
@@ -192,9 +212,16 @@ func runCrashChild(t *testing.T, dir string, c int, d time.Duration) (acks [cras
 	defer hung.Stop()
 	var timer <-chan time.Time
 	var other []string
+	killed := false
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
-		var g, i int
+		var g, i, running int
+		if _, err := fmt.Sscanf(sc.Text(), "bg %d", &running); err == nil {
+			if timer != nil && !killed {
+				compacting = running > 0
+			}
+			continue
+		}
 		if _, err := fmt.Sscanf(sc.Text(), "ack %d %d", &g, &i); err != nil {
 			other = append(other, sc.Text()) // a line cut by the kill, or an error
 			continue
@@ -206,6 +233,7 @@ func runCrashChild(t *testing.T, dir string, c int, d time.Duration) (acks [cras
 		select {
 		case <-timer:
 			cmd.Process.Signal(syscall.SIGKILL)
+			killed = true
 			timer = make(chan time.Time) // never fires again
 		default:
 		}
@@ -215,7 +243,7 @@ func runCrashChild(t *testing.T, dir string, c int, d time.Duration) (acks [cras
 	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL || !hung.Stop() {
 		t.Fatalf("cycle %d: child did not die by our SIGKILL on time: %v; output: %q", c, err, other)
 	}
-	return acks
+	return acks, compacting
 }
 
 // verifyCrashState reopens the database and checks every goroutine of
