@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The binding's calls do what LevelDB's do: a missing database is an
@@ -94,5 +95,52 @@ func TestRoundTrip(t *testing.T) {
 	check(db)
 	if _, ok := db.Property("leveldb.no-such-property"); ok {
 		t.Fatal("an unknown property has a value")
+	}
+}
+
+// While the background thread is held, a compaction that Open schedules
+// waits: four level-0 tables (LevelDB's trigger) stay until release.
+func TestHoldBackgroundWork(t *testing.T) {
+	dir := t.TempDir()
+	release := HoldBackgroundWork()
+	t.Cleanup(release)
+	var db *DB
+	for i := range 5 {
+		var err error
+		// Each Open turns the previous WAL into a level-0 table, in Open
+		// itself: no background work until there are four.
+		if db, err = Open(dir, Options{CreateIfMissing: true}); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"a", "m", "z"} {
+			if err := db.Put([]byte(k), fmt.Appendf(nil, "%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i < 4 {
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	level0 := func() string {
+		n, _ := db.Property("leveldb.num-files-at-level0")
+		return n
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := level0(); n != "4" {
+		t.Fatalf("held: level 0 holds %s tables, want 4", n)
+	}
+	release()
+	for deadline := time.Now().Add(10 * time.Second); level0() != "0"; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("released: level 0 still holds %s tables", level0())
+		}
+	}
+	if v, err := db.Get([]byte("m")); err != nil || string(v) != "4" {
+		t.Fatalf("Get(m) = %q, %v", v, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
