@@ -51,14 +51,43 @@ func lookup(name string) *command {
 	return nil
 }
 
-// newFlagSet returns a flag set carrying the global flags, so that they
-// work after the command name too ("kvcli get --hex 6869").
+// commandGlobals lists the global flags each command uses: after the
+// command name it takes only these, and its help lists only these. (Before
+// the command name, every global flag is accepted.) A command missing here
+// takes all of them.
+var commandGlobals = map[string][]string{
+	"get": {"db", "hex", "escaped"}, "put": {"db", "hex", "escaped"},
+	"delete": {"db", "hex", "escaped"}, "scan": {"db", "hex", "escaped"},
+	"dump": {"db", "hex", "escaped"}, "load": {"db", "hex"},
+	"stats": {"db", "hex"}, "compact": {"db", "hex", "escaped"}, "check": {"db"},
+	"wal": {"db", "hex"}, "sst": {"db", "hex"}, "manifest": {"db"},
+	"crashtest": {"db"}, "crashtest-writer": {"db"}, "help": {},
+}
+
+// globalsOf returns the global flags the command named name uses.
+func globalsOf(name string) []string {
+	if g, ok := commandGlobals[name]; ok {
+		return g
+	}
+	return []string{"db", "hex", "escaped"}
+}
+
+// newFlagSet returns the flag set of the command named name, carrying the
+// global flags it uses, so that they work after the command name too
+// ("kvcli get --hex 6869"). The name "kvcli" gets every global flag.
 func (e *env) newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&e.db, "db", e.db, "the database directory `DIR` (default $KVCLI_DB)")
-	fs.BoolVar(&e.hex, "hex", e.hex, "keys and values, in arguments and output, are hex")
-	fs.BoolVar(&e.escaped, "escaped", e.escaped, "key and value arguments use kvcli's escapes (see kvcli help escaping)")
+	for _, g := range globalsOf(name) {
+		switch g {
+		case "db":
+			fs.StringVar(&e.db, "db", e.db, "the database directory `DIR` (default $KVCLI_DB)")
+		case "hex":
+			fs.BoolVar(&e.hex, "hex", e.hex, "keys and values, in arguments and output, are hex")
+		case "escaped":
+			fs.BoolVar(&e.escaped, "escaped", e.escaped, "key and value arguments use kvcli's escapes (see kvcli help escaping)")
+		}
+	}
 	return fs
 }
 
@@ -77,11 +106,15 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return usageError(err.Error())
 }
 
-// parse parses the command's flags and checks the number of positional
-// arguments, which must lie in [min, max] (max < 0: no limit). -h prints
-// the command's help.
+// parse parses the command's flags, which may come before, between or
+// after its positional arguments ("get KEY --raw"); after "--" every
+// argument is positional. It checks the number of positional arguments,
+// which must lie in [min, max] (max < 0: no limit), and that --hex and
+// --escaped are not both given.
+// -h prints the command's help.
 func (e *env) parse(c *command, fs *flag.FlagSet, args []string, min, max int) ([]string, error) {
-	if err := parseFlags(fs, args); err != nil {
+	flags, rest := splitArgs(fs, args)
+	if err := parseFlags(fs, flags); err != nil {
 		if err == errHelp {
 			if err := writeCommandHelp(e.stdout, c, fs); err != nil {
 				return nil, err
@@ -90,11 +123,57 @@ func (e *env) parse(c *command, fs *flag.FlagSet, args []string, min, max int) (
 		}
 		return nil, usageError(fmt.Sprintf("%s: %v", c.name, err.(*exitError).err))
 	}
-	rest := fs.Args()
+	rest = append(fs.Args(), rest...)
+	if err := e.checkGlobals(); err != nil {
+		return nil, err
+	}
 	if len(rest) < min || (max >= 0 && len(rest) > max) {
 		return nil, usageError(fmt.Sprintf("usage: kvcli %s", synopsis(c)))
 	}
 	return rest, nil
+}
+
+// splitArgs separates args into flags (each with its value, if it takes
+// one as the next argument) and positional arguments, keeping the order
+// of each. "--" ends the flags: what follows it is positional. A lone "-"
+// is positional. A flag fs does not define goes with the flags, for Parse
+// to reject.
+func splitArgs(fs *flag.FlagSet, args []string) (flags, positional []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return flags, append(positional, args[i+1:]...)
+		case len(a) < 2 || a[0] != '-':
+			positional = append(positional, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil && !isBoolFlag(f) && i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	return flags, positional
+}
+
+// isBoolFlag reports whether f takes no value argument.
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// checkGlobals checks the global flags, wherever they were given: --hex
+// and --escaped exclude each other.
+func (e *env) checkGlobals() error {
+	if e.hex && e.escaped {
+		return usageError("--hex and --escaped exclude each other: give one")
+	}
+	return nil
 }
 
 // synopsis returns "NAME [flags] ARGS".
@@ -114,15 +193,12 @@ func (e *env) needDB() (string, error) {
 // parseDump parses the arguments of "wal dump FILE" and its kind: the
 // action word, then flags and FILE in any order. It returns FILE.
 func (e *env) parseDump(c *command, fs *flag.FlagSet, args []string) (string, error) {
-	rest, err := e.parse(c, fs, args, 1, -1)
+	rest, err := e.parse(c, fs, args, 2, 2)
 	if err != nil {
 		return "", err
 	}
 	if rest[0] != "dump" {
 		return "", usageError(fmt.Sprintf("usage: kvcli %s", synopsis(c)))
 	}
-	if rest, err = e.parse(c, fs, rest[1:], 1, 1); err != nil {
-		return "", err
-	}
-	return rest[0], nil
+	return rest[1], nil
 }

@@ -4,21 +4,62 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/shale-db/shale"
 )
 
-// TestReadmeDemo runs the README's first lines: put creates the database,
-// scan reads it.
+// TestReadmeDemo runs the kvcli commands of the README's first shell block
+// as written (the built binary standing in for "go run ./cmd/kvcli", a
+// temporary directory for ./demo-db): the puts create the database and the
+// scan prints what they wrote.
 func TestReadmeDemo(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "shale-demo")
-	if out := ok(t, "", "--db", dir, "put", "hello", "world"); out != "" {
-		t.Errorf("put printed %q", out)
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := ok(t, "", "--db", dir, "scan"); got != "hello\tworld\n" {
-		t.Errorf("scan = %q", got)
+	block := regexp.MustCompile("(?s)```sh\n(.*?)```").FindSubmatch(readme)
+	if block == nil {
+		t.Fatal("README.md has no ```sh block")
+	}
+	dir := filepath.Join(t.TempDir(), "shale-demo")
+	var puts, scans []string
+	for _, line := range strings.Split(string(block[1]), "\n") {
+		if !strings.HasPrefix(line, "go run ./cmd/kvcli ") {
+			continue
+		}
+		for _, c := range strings.Split(line, " && ") {
+			f := strings.Fields(c)
+			if len(f) < 4 || strings.Join(f[:3], " ") != "go run ./cmd/kvcli" {
+				t.Fatalf("README command %q is not a go run of kvcli", c)
+			}
+			args := f[3:]
+			for i, a := range args {
+				if a == "./demo-db" {
+					args[i] = dir
+				}
+			}
+			out := ok(t, "", args...)
+			switch {
+			case slices.Contains(args, "put") && len(args) >= 2:
+				puts = append(puts, args[len(args)-2]+"\t"+args[len(args)-1]+"\n")
+			case slices.Contains(args, "scan"):
+				scans = append(scans, out)
+			}
+		}
+	}
+	if len(puts) == 0 || len(scans) != 1 {
+		t.Fatalf("README's first block: %d puts and %d scans, want puts then one scan", len(puts), len(scans))
+	}
+	slices.Sort(puts)
+	if scans[0] != strings.Join(puts, "") {
+		t.Errorf("README's scan printed %q, want %q", scans[0], strings.Join(puts, ""))
+	}
+	if !strings.Contains(string(block[1]), "\ngo test ./...\n") {
+		t.Error("README's first block lacks the test command")
 	}
 }
 
@@ -182,7 +223,7 @@ func TestHelp(t *testing.T) {
 			continue
 		}
 		h := ok(t, "", c.name, "-h")
-		if !strings.HasPrefix(h, "Usage: kvcli "+c.name) || !strings.Contains(h, "-db") {
+		if !strings.HasPrefix(h, "Usage: kvcli "+c.name) || strings.Contains(h, "-db") != (c.name != "help") {
 			t.Errorf("%s -h = %q", c.name, h)
 		}
 		if h2 := ok(t, "", "help", c.name); h2 != h {

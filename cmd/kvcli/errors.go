@@ -3,8 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
+	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/internal/batchrepr"
+	"github.com/shale-db/shale/internal/dbiter"
+	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/sstable"
 	"github.com/shale-db/shale/wal"
 )
@@ -64,20 +70,60 @@ func exitCode(err error) int {
 	return exitFailure
 }
 
-// errorLine returns the one line kvcli prints on stderr for err:
-// "kvcli: " and the cause, with the library's own package prefix dropped
-// ("kvcli: database DIR is locked by another process"). Damage is written
-// as "FILE: REASON at offset N".
+// errorLine returns the one line kvcli prints on stderr for err: "kvcli: "
+// and the cause as one sentence. The library's messages chain package
+// prefixes and contexts ("shale: table 000004 is missing: tablecache: open
+// table 000004: ...: shale: corruption"); the line drops the package
+// prefixes and a part repeated twice in a row, and says "(damaged data)"
+// in place of a closing corruption sentinel. Damage is written as "FILE:
+// REASON at offset N".
 func errorLine(err error) string {
 	if err == errHelpShown {
 		return ""
 	}
-	msg := describe(err)
-	for _, p := range []string{"shale: ", "kvcli: "} {
-		msg = strings.TrimPrefix(msg, p)
+	msg, damaged := trimSentinels(err, describe(err))
+	msg = packagePrefix.ReplaceAllString(msg, "$1")
+	parts := strings.Split(msg, ": ")
+	parts = slices.Compact(parts)
+	msg = strings.ReplaceAll(strings.Join(parts, ": "), "\n", " ")
+	if damaged {
+		msg += " (damaged data)"
 	}
-	msg = strings.ReplaceAll(msg, "\n", " ")
 	return "kvcli: " + msg
+}
+
+// packagePrefix matches the message prefix of one of the module's packages
+// at the start of a message or of one of its ": "-separated parts.
+var packagePrefix = regexp.MustCompile(`(^|: )(?:` + strings.Join(modulePackages, "|") + `): `)
+
+// modulePackages are the names of the module's packages whose errors
+// kvcli may print. TestModulePackages keeps the list complete.
+var modulePackages = []string{
+	"shale", "kvcli", "wal", "sstable", "memtable", "compaction", "batchrepr", "cache",
+	"dbiter", "filename", "ikey", "iterator", "itertest", "leveliter", "manifest",
+	"merging", "tablecache", "vfs",
+}
+
+// corruptionSentinels are the errors whose text ends a message that
+// reports damage; errorLine says "(damaged data)" instead.
+var corruptionSentinels = []error{
+	shale.ErrCorruption, wal.ErrCorrupt, sstable.ErrCorrupt, manifest.ErrCorrupt,
+	batchrepr.ErrCorrupt, dbiter.ErrCorrupt,
+}
+
+// trimSentinels removes from the end of msg each ": "+sentinel text of a
+// corruption sentinel err matches, and reports whether it removed any.
+func trimSentinels(err error, msg string) (string, bool) {
+	trimmed := false
+	for again := true; again; {
+		again = false
+		for _, s := range corruptionSentinels {
+			if t, ok := strings.CutSuffix(msg, ": "+s.Error()); ok && errors.Is(err, s) {
+				msg, trimmed, again = t, true, true
+			}
+		}
+	}
+	return msg, trimmed
 }
 
 // describe formats the damage errors of the format packages from their

@@ -38,9 +38,12 @@ const helpHeader = `kvcli uses, inspects and tortures a shale database (or a Lev
 goleveldb one: the files are the same).
 
 Usage: kvcli [--db DIR] [--hex | --escaped] COMMAND [flags] [ARGS]
+       kvcli --version
 
 The database directory is --db DIR, or $KVCLI_DB. The global flags may also
-follow the command name. Read commands (get, scan, dump, stats, check, and
+follow the command name, and a command's flags may follow its arguments
+("kvcli get KEY --raw"); after "--", every argument is taken as an argument,
+even one that begins with "-" ("kvcli put -- -k -v"). Read commands (get, scan, dump, stats, check, and
 the wal, sst and manifest dumps) change nothing on disk, and fail on a
 directory that holds no database; put and load create one.
 
@@ -53,6 +56,9 @@ Global flags:
   --hex        keys and values, in arguments and in output, are hex
   --escaped    key and value arguments are written in kvcli's escaped form
                (as scan prints them); without it, arguments are taken as is
+               (--hex and --escaped exclude each other)
+  --version    print kvcli's module version and the Go release that built it
+A command's help ("kvcli help COMMAND") lists the global flags it uses.
 
 Keys and values print as they are when they are printable UTF-8, escaped
 otherwise; "kvcli help escaping" gives the exact rules and the JSON form.
@@ -123,6 +129,11 @@ func writeCommandHelp(w *bufio.Writer, c *command, fs *flag.FlagSet) error {
 	fmt.Fprintf(w, "Usage: kvcli %s\n\n%s\n", synopsis(c), c.summary)
 	if c.detail != "" {
 		fmt.Fprintf(w, "\n%s\n", c.detail)
+	}
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		return nil
 	}
 	fmt.Fprintf(w, "\nFlags:\n")
 	fs.SetOutput(w)

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 )
 
 func main() {
@@ -49,10 +50,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func (e *env) dispatch(args []string) error {
 	fs := e.newFlagSet("kvcli")
 	fs.Usage = func() {}
+	version := fs.Bool("version", false, "print kvcli's version")
 	if err := parseFlags(fs, args); err != nil {
 		if err == errHelp {
 			return writeHelp(e.stdout, nil)
 		}
+		return err
+	}
+	if *version {
+		_, err := fmt.Fprintln(e.stdout, versionLine())
 		return err
 	}
 	args = fs.Args()
@@ -64,4 +70,16 @@ func (e *env) dispatch(args []string) error {
 		return usageError(fmt.Sprintf("unknown command %q: try \"kvcli help\"", args[0]))
 	}
 	return cmd.run(e, cmd, args[1:])
+}
+
+// versionLine describes this binary: the module it was built from, that
+// module's version as the go command recorded it ("v1.2.0" from go install
+// @v1.2.0; a pseudo-version or "(devel)" from a checkout), and the Go
+// release that built it.
+func versionLine() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "kvcli: no build information (built without module support)"
+	}
+	return fmt.Sprintf("kvcli %s %s (%s)", bi.Main.Path, bi.Main.Version, bi.GoVersion)
 }

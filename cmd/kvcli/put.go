@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"os"
 
 	"github.com/shale-db/shale"
 )
@@ -13,7 +15,8 @@ var putCmd = &command{
 	summary: "set KEY to VALUE or stdin; creates the database",
 	detail: `Sets KEY to VALUE, durably (the write is synced to disk before put
 returns). Without VALUE, the value is everything stdin holds, byte for byte:
-use printf or echo -n if the value must not end in a newline. With --hex or
+use printf or echo -n if the value must not end in a newline. When stdin is
+a terminal, put says on stderr that it is reading it. With --hex or
 --escaped, stdin holds the value in that form, and a final newline is
 ignored. Creates the database if the directory holds none.`,
 	run: runPut,
@@ -33,7 +36,7 @@ func runPut(e *env, c *command, args []string) (err error) {
 	if len(rest) == 2 {
 		value, err = e.arg("value", rest[1])
 	} else {
-		value, err = e.stdinValue()
+		value, err = e.stdinValue(key)
 	}
 	if err != nil {
 		return err
@@ -49,9 +52,13 @@ func runPut(e *env, c *command, args []string) (err error) {
 	return nil
 }
 
-// stdinValue reads a value from stdin: raw bytes, or hex or escaped text
-// with one final newline ignored.
-func (e *env) stdinValue() ([]byte, error) {
+// stdinValue reads key's value from stdin: raw bytes, or hex or escaped
+// text with one final newline ignored. When stdin is a terminal, it first
+// says so on stderr, lest put seem to hang.
+func (e *env) stdinValue(key []byte) ([]byte, error) {
+	if isTerminal(e.stdin) {
+		fmt.Fprintf(e.stderr, "kvcli: reading the value of %s from stdin; end it with Ctrl-D on a line of its own (or give VALUE after KEY)\n", e.show(key))
+	}
 	b, err := io.ReadAll(e.stdin)
 	if err != nil {
 		return nil, failuref("read value from stdin: %v", err)
@@ -62,4 +69,19 @@ func (e *env) stdinValue() ([]byte, error) {
 	b = bytes.TrimSuffix(b, []byte("\n"))
 	b = bytes.TrimSuffix(b, []byte("\r"))
 	return e.arg("value", string(b))
+}
+
+// isTerminal reports whether r is a terminal: a character device other
+// than the null device.
+func isTerminal(r any) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(fi, null)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 
 	"github.com/shale-db/shale"
 )
@@ -14,7 +15,7 @@ var scanCmd = &command{
 escaped as "kvcli help escaping" describes (hex with --hex), or JSON lines
 with --json. --prefix, --start and --end restrict the keys (start
 inclusive, end exclusive; all three combine); they are taken as given, or
-per --hex or --escaped. Opens the database read-only.`,
+per --hex or --escaped. --start after --end is an error. Opens the database read-only.`,
 	run: func(e *env, c *command, args []string) error { return runScan(e, c, args, false) },
 }
 
@@ -39,7 +40,9 @@ func (f *scanFlags) register(fs *flag.FlagSet, dump bool) {
 	}
 }
 
-// bounds returns the iterator bounds the range flags describe.
+// bounds returns the iterator bounds the range flags describe. --start
+// after --end is a usage error; --start equal to --end, or a --prefix
+// outside [--start, --end), selects nothing.
 func (f *scanFlags) bounds(e *env) (*shale.IterOptions, error) {
 	o := &shale.IterOptions{}
 	if f.set["start"] {
@@ -55,6 +58,10 @@ func (f *scanFlags) bounds(e *env) (*shale.IterOptions, error) {
 			return nil, err
 		}
 		o.UpperBound = k
+	}
+	if o.LowerBound != nil && o.UpperBound != nil && bytes.Compare(o.LowerBound, o.UpperBound) > 0 {
+		return nil, usageError(fmt.Sprintf("--start %s is after --end %s: the range is reversed",
+			e.show(o.LowerBound), e.show(o.UpperBound)))
 	}
 	if f.set["prefix"] {
 		p, err := e.arg("--prefix", f.prefix)
