@@ -16,21 +16,29 @@ import (
 // itself, so that the listing shows exactly where each record and each
 // damaged stretch lies.
 type logDumper struct {
-	w      *bufio.Writer
-	decode func(w *bufio.Writer, rec []byte) // prints a record, indented
+	w *bufio.Writer
+	// decode prints a record, indented, and reports whether it decoded as
+	// the kind of record the log should hold.
+	decode func(w *bufio.Writer, rec []byte) bool
 	// The record under way: its fragments so far, from offset recOff.
 	rec    []byte
 	recOff int64
 	inRec  bool
-	// Counts for the summary.
-	frags, records, damaged, torn int
+	logCounts
 }
 
-// dumpLogFile dumps the log at path.
-func dumpLogFile(w *bufio.Writer, path string, decode func(*bufio.Writer, []byte)) error {
+// logCounts are what a log dump found, for its summary line and for the
+// callers' checks of what the file is.
+type logCounts struct {
+	frags, records, damaged, torn int
+	decoded                       int // records that decode as the log's kind
+}
+
+// dumpLogFile dumps the log at path and returns what it found.
+func dumpLogFile(w *bufio.Writer, path string, decode func(*bufio.Writer, []byte) bool) (logCounts, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return failure(err)
+		return logCounts{}, failure(err)
 	}
 	defer f.Close()
 	d := &logDumper{w: w, decode: decode}
@@ -41,14 +49,14 @@ func dumpLogFile(w *bufio.Writer, path string, decode func(*bufio.Writer, []byte
 			break
 		}
 		if err != nil {
-			return failure(err)
+			return d.logCounts, failure(err)
 		}
 		d.fragment(fr)
 	}
 	d.cut("the log ends inside it")
 	fmt.Fprintf(w, "%s: %d fragments, %d records, %d damaged stretches, %d torn tails\n",
 		filepath.Base(path), d.frags, d.records, d.damaged, d.torn)
-	return nil
+	return d.logCounts, nil
 }
 
 // fragment prints one fragment or skipped stretch and advances the record.
@@ -113,5 +121,7 @@ func (d *logDumper) cut(why string) {
 func (d *logDumper) emit(off int64, rec []byte) {
 	d.records++
 	fmt.Fprintf(d.w, "  record @%d, %d bytes:\n", off, len(rec))
-	d.decode(d.w, rec)
+	if d.decode(d.w, rec) {
+		d.decoded++
+	}
 }

@@ -17,7 +17,14 @@ FILE (it is a record log, like a WAL), each damaged or torn stretch, and
 the VersionEdit each record holds, then the version that replaying them
 all gives: comparator, log number, next file number, last sequence and the
 tables by level. Works on LevelDB's and goleveldb's MANIFESTs too. Reads the
-file only.`,
+file only.
+
+A FILE without a directory part is taken inside --db, when it is given
+("kvcli --db DIR manifest dump MANIFEST-000005"). A directory, or a file
+that is plainly of another kind (CURRENT, a log, a table), is refused with
+exit status 2. A file none of whose records is a VersionEdit ends the
+dump with exit status 3, as does one not named as a MANIFEST none of whose
+fragments is intact; damage in a MANIFEST is listed, with exit status 0.`,
 	run: runManifest,
 }
 
@@ -27,12 +34,15 @@ func runManifest(e *env, c *command, args []string) error {
 	if err != nil {
 		return err
 	}
+	if file, err = e.dumpFile(file, kindManifest); err != nil {
+		return err
+	}
 	s := newVersionState()
-	err = dumpLogFile(e.stdout, file, func(w *bufio.Writer, rec []byte) {
+	n, err := dumpLogFile(e.stdout, file, func(w *bufio.Writer, rec []byte) bool {
 		var ed manifest.VersionEdit
 		if err := ed.Decode(rec); err != nil {
 			fmt.Fprintf(w, "    damage: %v\n", err)
-			return
+			return false
 		}
 		text := strings.TrimSuffix(ed.String(), "\n")
 		if text == "" {
@@ -44,8 +54,12 @@ func runManifest(e *env, c *command, args []string) error {
 		for _, p := range s.apply(&ed) {
 			fmt.Fprintf(w, "    inconsistent: %s\n", p)
 		}
+		return true
 	})
 	if err != nil {
+		return err
+	}
+	if err := checkLogContent(file, kindManifest, n); err != nil {
 		return err
 	}
 	writeVersion(e.stdout, s)

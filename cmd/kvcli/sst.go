@@ -22,7 +22,12 @@ entries, whether its checksum holds and it decodes), each entry as
 64 bytes cut short unless --full), and the table's properties: entry
 counts, sequence number range, smallest and largest keys. --no-entries
 leaves the entries out. Works on LevelDB's and goleveldb's tables too.
-Reads the file only.`,
+Reads the file only.
+
+A FILE without a directory part is taken inside --db, when it is given.
+A directory, or a file that is plainly of another kind (a log, a MANIFEST,
+CURRENT), is refused with exit status 2; a file that does not end in a
+table's footer is reported with exit status 3.`,
 	run: runSST,
 }
 
@@ -33,6 +38,12 @@ func runSST(e *env, c *command, args []string) error {
 	file, err := e.parseDump(c, fs, args)
 	if err != nil {
 		return err
+	}
+	if file, err = e.dumpFile(file, kindTable); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(file); err == nil && !endsAsTable(file, fi.Size()) {
+		return failuref("%s does not end in a table's footer and magic number: it is not a table, or its end is damaged", file)
 	}
 	t, closeTable, err := openTable(file)
 	if err != nil {

@@ -18,7 +18,14 @@ and, after the fragment that completes each record, the batch it holds:
 its sequence number and its entries, one "SEQ PUT KEY VALUE" or "SEQ DEL
 KEY" line each, tab-separated and escaped as scan's output is. Values
 longer than 64 bytes are cut short unless --full is given. Works on the
-.log files of LevelDB and goleveldb too. Reads the file only.`,
+.log files of LevelDB and goleveldb too. Reads the file only.
+
+A FILE without a directory part is taken inside --db, when it is given.
+A directory, or a file that is plainly of another kind (a table, a
+MANIFEST, CURRENT), is refused with exit status 2. A file none of whose
+records is a batch ends the dump with exit status 3, as does one not
+named as a log none of whose fragments is intact; damage in a log is
+listed, with exit status 0.`,
 	run: runWAL,
 }
 
@@ -29,17 +36,25 @@ func runWAL(e *env, c *command, args []string) error {
 	if err != nil {
 		return err
 	}
-	return dumpLogFile(e.stdout, file, func(w *bufio.Writer, rec []byte) {
-		e.writeBatch(w, rec, *full)
+	if file, err = e.dumpFile(file, kindLog); err != nil {
+		return err
+	}
+	n, err := dumpLogFile(e.stdout, file, func(w *bufio.Writer, rec []byte) bool {
+		return e.writeBatch(w, rec, *full)
 	})
+	if err != nil {
+		return err
+	}
+	return checkLogContent(file, kindLog, n)
 }
 
-// writeBatch prints the batch in rec, or why it does not decode.
-func (e *env) writeBatch(w *bufio.Writer, rec []byte, full bool) {
+// writeBatch prints the batch in rec, or why it does not decode, and
+// reports whether it decoded.
+func (e *env) writeBatch(w *bufio.Writer, rec []byte, full bool) bool {
 	r := batchrepr.NewReader(rec)
 	if r.Err() != nil {
 		fmt.Fprintf(w, "    damage: malformed batch: %v\n", r.Err())
-		return
+		return false
 	}
 	fmt.Fprintf(w, "    batch: sequence %d, %d entries\n", r.Seq(), r.Count())
 	seq := r.Seq()
@@ -57,7 +72,9 @@ func (e *env) writeBatch(w *bufio.Writer, rec []byte, full bool) {
 	}
 	if r.Err() != nil {
 		fmt.Fprintf(w, "    damage: malformed batch: %v\n", r.Err())
+		return false
 	}
+	return true
 }
 
 // clipLen is how much of a value the dumps show without --full.
