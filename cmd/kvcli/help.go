@@ -42,10 +42,11 @@ Usage: kvcli [--db DIR] [--hex | --escaped] COMMAND [flags] [ARGS]
 
 The database directory is --db DIR, or $KVCLI_DB. The global flags may also
 follow the command name, and a command's flags may follow its arguments
-("kvcli get KEY --raw"); after "--", every argument is taken as an argument,
-even one that begins with "-" ("kvcli put -- -k -v"). Read commands (get, scan, dump, stats, check, and
-the wal, sst and manifest dumps) change nothing on disk, and fail on a
-directory that holds no database; put and load create one.
+("kvcli get KEY --raw"); after "--", everything is an argument, even what
+begins with "-" ("kvcli put -- -k -v"). Read commands (get, scan, dump,
+stats, check, and the wal, sst and manifest dumps) change nothing on disk,
+and fail on a directory that holds no database; put and load create one.
+The dumps take a FILE without a directory part inside --db.
 
 Commands:
 `
