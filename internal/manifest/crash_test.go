@@ -2,110 +2,120 @@ package manifest
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"testing"
 
 	"github.com/shale-db/shale/internal/vfs"
 )
 
-// crashFS is a vfs.MemFS that takes a crash image (CrashClone) after every
-// change it is asked to make, so a test can restart from each moment.
-type crashFS struct {
-	*vfs.MemFS
-	images []*vfs.MemFS
+// crashImages is a vfs.FaultFS over a vfs.MemFS that takes crash images
+// just before every call that changes the file system, in every crash mode,
+// so a test can restart from each moment.
+type crashImages struct {
+	mem    *vfs.MemFS
+	fs     *vfs.FaultFS
+	images []crashImage
 }
 
-func (c *crashFS) snap() { c.images = append(c.images, c.CrashClone()) }
+type crashImage struct {
+	name string // the moment and the crash mode
+	fs   *vfs.MemFS
+}
 
-func (c *crashFS) Create(name string) (vfs.File, error) {
-	f, err := c.MemFS.Create(name)
-	c.snap()
-	if err != nil {
-		return nil, err
+func newCrashImages() *crashImages {
+	c := &crashImages{mem: vfs.NewMem()}
+	c.fs = vfs.NewFault(c.mem, func(call vfs.Call) error {
+		if call.Op.Mutates() {
+			c.snap("before " + opString(call))
+		}
+		return nil
+	})
+	return c
+}
+
+// crashSeeds is the number of crashes drawn per moment in each mode that
+// draws.
+const crashSeeds = 2
+
+// snap takes the images of this moment: one that drops every unsynced
+// byte, and crashSeeds in each other mode.
+func (c *crashImages) snap(moment string) {
+	for mode := range vfs.NumCrashModes {
+		n := crashSeeds
+		if mode == vfs.CrashDropUnsynced {
+			n = 1
+		}
+		for range n {
+			seed := uint64(len(c.images))
+			c.images = append(c.images, crashImage{
+				name: fmt.Sprintf("%s (%s crash, seed %d)", moment, mode, seed),
+				fs:   c.mem.CrashCloneWith(mode, seed),
+			})
+		}
 	}
-	return crashFile{f, c}, nil
 }
 
-func (c *crashFS) OpenDir(name string) (vfs.File, error) {
-	f, err := c.MemFS.OpenDir(name)
-	if err != nil {
-		return nil, err
-	}
-	return crashFile{f, c}, nil
-}
-
-func (c *crashFS) Rename(oldname, newname string) error {
-	defer c.snap()
-	return c.MemFS.Rename(oldname, newname)
-}
-
-func (c *crashFS) Remove(name string) error {
-	defer c.snap()
-	return c.MemFS.Remove(name)
-}
-
-type crashFile struct {
-	vfs.File
-	c *crashFS
-}
-
-func (f crashFile) Write(p []byte) (int, error) {
-	defer f.c.snap()
-	return f.File.Write(p)
-}
-
-func (f crashFile) Sync() error {
-	defer f.c.snap()
-	return f.File.Sync()
-}
-
-// TestCrashAtEveryStep restarts from a crash image taken after every file
-// system change made by Create, LogAndApply and a writable Load: each image
-// loads to the state before the step or the state after it, and once a step
-// has returned, to the state after it.
+// TestCrashAtEveryStep restarts from crash images taken before every file
+// system change made by Create, LogAndApply (of small edits and of one that
+// spans blocks) and a writable Load, and after the last, in every crash
+// mode: each image loads to the state before the
+// step or the state after it, and once a step has returned, to the state
+// after it.
 func TestCrashAtEveryStep(t *testing.T) {
-	c := &crashFS{MemFS: vfs.NewMem()}
-	if err := c.MkdirAll(testDir, 0o755); err != nil {
+	c := newCrashImages()
+	if err := c.mem.MkdirAll(testDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	root, _ := c.OpenDir("/")
+	root, _ := c.mem.OpenDir("/")
 	if err := root.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	root.Close()
-	c.images = nil
 
 	const none = "no database"
 	prev := none
+	checked := 0
 	check := func(step string, after string) {
 		t.Helper()
+		c.snap("after " + step)
 		for i, img := range c.images {
 			got := none
-			vs, err := Load(img, testDir, true)
+			vs, err := Load(img.fs, testDir, true)
 			if err == nil {
 				got = state(vs)
 			} else if !errors.Is(err, fs.ErrNotExist) {
-				t.Fatalf("%s: crash image %d: %v", step, i, err)
+				t.Fatalf("%s: crash image %s: %v", step, img.name, err)
 			}
-			last := i == len(c.images)-1
+			last := i >= len(c.images)-1-(int(vfs.NumCrashModes)-1)*crashSeeds
 			if got != after && (last || got != prev) {
-				t.Fatalf("%s: crash image %d of %d loads\n%s\nwant\n%s\nor\n%s", step, i, len(c.images), got, prev, after)
+				t.Fatalf("%s: crash image %s loads\n%s\nwant\n%s\nor\n%s", step, img.name, got, prev, after)
 			}
 		}
+		checked += len(c.images)
 		c.images = nil
 		prev = after
 	}
 
-	vs := mustCreate(t, c)
+	vs := mustCreate(t, c.fs)
 	check("Create", state(vs))
 	for _, k := range []string{"a", "b", "c"} {
 		flush(t, vs, k+"#1,PUT", k+"#0,PUT")
 		check("LogAndApply", state(vs))
 	}
+	big := new(VersionEdit) // about 35 KiB: fragments over blocks and sectors
+	for j := 0; j < 1000; j++ {
+		big.AddFile(3, meta(vs.NewFileNum(), 1, fmt.Sprintf("k%05d#1,PUT", j), fmt.Sprintf("k%05d#0,DEL", j)))
+	}
+	if err := vs.LogAndApply(big); err != nil {
+		t.Fatal(err)
+	}
+	check("a large LogAndApply", state(vs))
 	vs.Close()
-	vs = mustLoad(t, c, false)
+	vs = mustLoad(t, c.fs, false)
 	check("writable Load", state(vs))
 	flush(t, vs, "d#1,PUT", "d#0,PUT")
 	check("LogAndApply on the new MANIFEST", state(vs))
 	vs.Close()
+	t.Logf("%d crash images loaded", checked)
 }

@@ -8,17 +8,14 @@ import (
 	"github.com/shale-db/shale/internal/vfs"
 )
 
-// testFS is the file system of these tests: a vfs.MemFS holding testDir,
+// testFS is the file system of these tests: a vfs.MemFS holding testDir
+// (durably),
 // seen through a vfs.FaultFS that records every call (for tests of the
 // order of durability steps) and fails the calls setFail chooses.
 type testFS struct {
 	*vfs.FaultFS
 	mem *vfs.MemFS
 	rec vfs.Recorder
-	// fail is the prefix of the calls (as opString writes them) that fail;
-	// empty fails none. Guarded by the FaultFS, which calls the injector
-	// under its lock; set only through setFail.
-	fail string
 }
 
 func newTestFS() *testFS {
@@ -26,6 +23,14 @@ func newTestFS() *testFS {
 	if err := m.mem.MkdirAll(testDir, 0o755); err != nil {
 		panic(err)
 	}
+	root, err := m.mem.OpenDir("/") // testDir's entry survives a crash
+	if err == nil {
+		err = root.Sync()
+	}
+	if err != nil {
+		panic(err)
+	}
+	root.Close()
 	m.FaultFS = vfs.NewFault(m.mem, m.inject(""))
 	return m
 }
