@@ -52,14 +52,16 @@ import (
 // file's live contents extend its durable contents, the n bytes past them.
 // (A file truncated, or written within its durable contents, since its last
 // Sync has none: it keeps its durable contents in every mode.) Per file,
-// with k drawn uniformly from 0..n and j from 0..k:
+// with k drawn uniformly from 0..n:
 //
 //   - CrashDropUnsynced keeps none of them: CrashClone's model.
 //   - CrashKeepPrefix keeps the first k: the writes that were written back
 //     before the crash, cut at any byte.
 //   - CrashZeroTail keeps the first j, then k-j zero bytes: the file's size
-//     reached the disk before its data did, as ext4 in data=writeback mode
-//     or XFS can leave it.
+//     reached the disk before the last of its data did, as XFS or ext4 in
+//     data=writeback mode can leave it. Data reaches the disk in whole
+//     sectors, so j is drawn uniformly from 0 and the values in 1..k at
+//     which the file's kept data ends on a multiple of CrashSectorSize.
 //   - CrashAny chooses one of the three above, each with probability 1/3.
 //
 // Directory entries follow the same rules in every mode. The draws come from

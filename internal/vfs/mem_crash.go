@@ -103,9 +103,27 @@ func (cr *crasher) contents(n *memNode) []byte {
 	case CrashKeepPrefix:
 		data = append(data, appended[:k]...)
 	case CrashZeroTail:
-		j := cr.rng.IntN(k + 1)
+		j := cr.sectorCut(len(data), k)
 		data = append(data, appended[:j]...)
 		data = append(data, make([]byte, k-j)...)
 	}
 	return data
+}
+
+// CrashSectorSize is the unit in which CrashZeroTail keeps data: what a
+// disk writes whole.
+const CrashSectorSize = 512
+
+// sectorCut returns j drawn uniformly from the values in 0..k at which
+// a file of size+j bytes ends on a sector boundary, and 0.
+func (cr *crasher) sectorCut(size, k int) int {
+	first := CrashSectorSize - size%CrashSectorSize // the first such j above 0
+	n := 0
+	if first <= k {
+		n = 1 + (k-first)/CrashSectorSize
+	}
+	if i := cr.rng.IntN(n + 1); i > 0 {
+		return first + (i-1)*CrashSectorSize
+	}
+	return 0
 }
