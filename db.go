@@ -16,6 +16,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/internal/cache"
@@ -77,6 +78,9 @@ type DB struct {
 		flushing    bool
 		compactions []*compactionJob
 		manual      []*manualCompaction
+		// slowdownDebt is the delay writes owe while level 0 is full
+		// (see makeRoomLocked).
+		slowdownDebt time.Duration
 		// stalls and counters feed Metrics.
 		stalls   stallCounters
 		counters bgCounters

@@ -20,14 +20,20 @@ type immMemtable struct {
 // writes wait: two, so that one slow flush does not stop writes.
 const maxImmutables = 2
 
-// Flow control: at l0SlowdownTables level-0 tables every write is delayed
-// by slowdownDelay, so that compaction catches up; at l0StopTables a full
-// memtable is not switched (writes wait) until compaction has taken level
-// 0 below it.
+// Flow control. From l0SlowdownTables level-0 tables on, every write
+// (every commit group) owes a delay: slowdownStep at 8 tables, doubling
+// with each table more. The debt is paid in one sleep once it reaches
+// slowdownQuantum, so that a few writes in a thousand wait a few
+// milliseconds each rather than every write waiting for a timer that
+// cannot sleep less than about a millisecond; either way writes slow to
+// the pace of compaction, but this way 99.9% of them never notice. At
+// l0StopTables a full memtable is not switched (writes wait) until
+// compaction has taken level 0 below it.
 const (
 	l0SlowdownTables = 8
 	l0StopTables     = 12
-	slowdownDelay    = 100 * time.Microsecond
+	slowdownStep     = 2 * time.Microsecond
+	slowdownQuantum  = 5 * time.Millisecond
 )
 
 // Flush writes the memtable to a table now and waits until that table is
@@ -65,13 +71,15 @@ func (db *DB) makeRoomLocked(force bool) error {
 			return ErrClosed
 		case db.mu.bgErr != nil:
 			return db.mu.bgErr
-		case !slowed && db.l0Tables.Load() >= l0SlowdownTables:
+		case !slowed:
 			slowed = true
-			db.mu.Unlock()
-			start := time.Now()
-			time.Sleep(slowdownDelay)
-			db.mu.Lock()
-			db.mu.stalls.add(stallSlowdown, time.Since(start))
+			if d := db.slowdownLocked(); d > 0 {
+				db.mu.Unlock()
+				start := time.Now()
+				time.Sleep(d)
+				db.mu.Lock()
+				db.mu.stalls.add(stallSlowdown, time.Since(start))
+			}
 			continue
 		case force && db.mu.mem.Empty():
 			return nil
@@ -86,6 +94,23 @@ func (db *DB) makeRoomLocked(force bool) error {
 		}
 		return db.switchMemtableLocked()
 	}
+}
+
+// slowdownLocked adds this write's delay to the debt and returns the debt
+// if it is due, clearing it; 0 if not.
+func (db *DB) slowdownLocked() time.Duration {
+	l0 := db.l0Tables.Load()
+	if l0 < l0SlowdownTables {
+		db.mu.slowdownDebt = 0
+		return 0
+	}
+	db.mu.slowdownDebt += slowdownStep << min(l0-l0SlowdownTables, 10)
+	if db.mu.slowdownDebt < slowdownQuantum {
+		return 0
+	}
+	d := db.mu.slowdownDebt
+	db.mu.slowdownDebt = 0
+	return d
 }
 
 // waitLocked waits for background progress and counts the wait as a stall

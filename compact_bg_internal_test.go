@@ -1,0 +1,309 @@
+package shale
+
+import (
+	"bytes"
+	stderrors "errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/shale-db/shale/internal/filename"
+	"github.com/shale-db/shale/internal/vfs"
+)
+
+// slowTableReads returns a MemFS, and a file system over it on which
+// every read of a table file takes d: compactions (which read tables) slow
+// down, flushes (which only write) do not. The sleep holds no lock.
+func slowTableReads(d time.Duration) (vfs.FS, *vfs.MemFS) {
+	mem := vfs.NewMem()
+	return &slowFS{MemFS: mem, d: d}, mem
+}
+
+type slowFS struct {
+	*vfs.MemFS
+	d time.Duration
+}
+
+func (s *slowFS) Open(name string) (vfs.File, error) {
+	f, err := s.MemFS.Open(name)
+	if err != nil || !isType(filepath.Base(name), filename.Table) {
+		return f, err
+	}
+	return &slowFile{File: f, d: s.d}, nil
+}
+
+type slowFile struct {
+	vfs.File
+	d time.Duration
+}
+
+func (f *slowFile) ReadAt(p []byte, off int64) (int, error) {
+	time.Sleep(f.d)
+	return f.File.ReadAt(p, off)
+}
+
+func bgKey(i int) []byte { return []byte(fmt.Sprintf("key%07d", i)) }
+
+// waitIdle waits until no flush or compaction runs or is due.
+func waitIdle(t *testing.T, db *DB) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		db.mu.Lock()
+		idle := len(db.mu.imm) == 0 && len(db.mu.compactions) == 0 && !db.mu.flushing
+		if idle && db.mu.bgErr == nil {
+			idle = db.pickLocked() == nil
+		}
+		db.mu.Unlock()
+		if idle {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("background work still running after a minute:\n%s", db.Metrics())
+}
+
+// TestFlushRunsBesideCompaction: while a slow compaction runs, memtables
+// that fill are flushed at once, not after it.
+func TestFlushRunsBesideCompaction(t *testing.T) {
+	fsys, _ := slowTableReads(2 * time.Millisecond)
+	db := reviewMustOpen(t, fsys, &Options{WriteBufferSize: 32 << 10, Compression: NoCompression})
+	val := bytes.Repeat([]byte("v"), 100)
+	for i := range 20000 { // ~2 MB: a compaction of a few hundred block reads
+		if err := db.Put(bgKey(i), val, NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compactDone := make(chan error, 1)
+	go func() { compactDone <- db.Compact(nil, nil) }()
+	for db.Metrics().Compactions.Manual == 0 && db.Metrics().CompactionsRunning == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	before := db.Metrics().Flushes
+	start := time.Now()
+	for i := range 1500 { // ~5 memtables: level 0 stays below the slowdown
+		if err := db.Put(bgKey(100000+i), val, NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := db.Metrics()
+	writing := time.Since(start)
+	if err := <-compactDone; err != nil {
+		t.Fatal(err)
+	}
+	if m.Compactions.Manual != 0 {
+		t.Fatalf("the compaction ended within the %v of writes; the test needs it longer", writing)
+	}
+	if m.Flushes-before < 3 {
+		t.Fatalf("%d flushes while a compaction ran and ~5 memtables filled; want them flushed beside it\n%s", m.Flushes-before, m)
+	}
+	if writing > time.Second {
+		t.Fatalf("writing 5 memtables took %v while a compaction ran; want no wait\n%s", writing, m)
+	}
+}
+
+// TestCloseInterruptsCompaction: Close stops a long compaction promptly,
+// Compact returns ErrClosed, its unfinished outputs are deleted, and the
+// database reopens with every key.
+func TestCloseInterruptsCompaction(t *testing.T) {
+	fsys, mem := slowTableReads(5 * time.Millisecond)
+	opts := &Options{WriteBufferSize: 64 << 10, Compression: NoCompression, TargetFileSize: 64 << 10}
+	db, err := reviewOpen(t, fsys, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := bytes.Repeat([]byte("w"), 100)
+	for i := range 30000 {
+		if err := db.Put(bgKey(i), val, NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compactDone := make(chan error, 1)
+	go func() { compactDone <- db.Compact(nil, nil) }()
+	// Wait until the compaction has written some output.
+	for {
+		db.mu.Lock()
+		manual := len(db.mu.compactions) > 0 && db.mu.compactions[0].manual != nil
+		outputs := len(db.mu.pendingOutputs)
+		db.mu.Unlock()
+		if manual && outputs > 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Close took %v with a compaction running; want it interrupted", d)
+	}
+	if err := <-compactDone; !stderrors.Is(err, ErrClosed) {
+		t.Fatalf("interrupted Compact = %v, want ErrClosed", err)
+	}
+	db2 := reviewMustOpen(t, mem, opts)
+	st, err := db2.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := map[uint64]bool{}
+	for _, tb := range st.Tables {
+		live[tb.FileNum] = true
+	}
+	names, _ := mem.List(reviewDir)
+	for _, n := range names {
+		if typ, num, ok := filename.Parse(n); ok && typ == filename.Table && !live[num] {
+			t.Errorf("table %s is on disk but in no version", n)
+		}
+	}
+	for i := 0; i < 30000; i += 97 {
+		if v, err := db2.Get(bgKey(i)); err != nil || !bytes.Equal(v, val) {
+			t.Fatalf("after reopening: Get(%s) = %q, %v", bgKey(i), v, err)
+		}
+	}
+}
+
+// TestWriteStallsAreCounted: with compactions slowed down, level 0 fills
+// and writes are held; Metrics counts the waits, every write completes
+// and reads back, and level 0 drains once compaction catches up.
+func TestWriteStallsAreCounted(t *testing.T) {
+	fsys, _ := slowTableReads(3 * time.Millisecond)
+	db := reviewMustOpen(t, fsys, &Options{WriteBufferSize: 8 << 10, Compression: NoCompression})
+	val := bytes.Repeat([]byte("s"), 100)
+	const n = 4000 // ~50 memtables
+	for i := range n {
+		if err := db.Put(bgKey(i*7919%n), val, NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := db.Metrics()
+	if m.Stalls.L0Full.Count == 0 || m.Stalls.L0Full.Duration <= 0 {
+		t.Errorf("no write waited for level 0\n%s", m)
+	}
+	waitIdle(t, db)
+	if l0 := db.Metrics().Levels[0].Tables; l0 >= 4 {
+		t.Errorf("level 0 holds %d tables once compaction caught up; want fewer than 4", l0)
+	}
+	for i := range n {
+		if v, err := db.Get(bgKey(i)); err != nil || !bytes.Equal(v, val) {
+			t.Fatalf("Get(%s) = %q, %v", bgKey(i), v, err)
+		}
+	}
+}
+
+// TestSnapshotKeepsVersionsThenReleasesThem: compactions keep what an open
+// snapshot sees; once it is closed, they reclaim the space.
+func TestSnapshotKeepsVersionsThenReleasesThem(t *testing.T) {
+	db := reviewMustOpen(t, vfs.NewMem(), &Options{WriteBufferSize: 16 << 10, TargetFileSize: 16 << 10})
+	const n = 2000
+	for i := range n {
+		if err := db.Put(bgKey(i), []byte(fmt.Sprintf("old%d-%s", i, bytes.Repeat([]byte("o"), 80))), NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := db.NewSnapshot()
+	for round := range 3 {
+		for i := range n {
+			if err := db.Put(bgKey(i), []byte(fmt.Sprintf("new%d.%d-%s", round, i, bytes.Repeat([]byte("n"), 80))), NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, db)
+	held := tableBytes(db)
+	for i := range n {
+		v, err := snap.Get(bgKey(i))
+		if err != nil || !bytes.HasPrefix(v, []byte(fmt.Sprintf("old%d-", i))) {
+			t.Fatalf("snapshot Get(%s) after compactions = %.20q, %v; want the old value", bgKey(i), v, err)
+		}
+	}
+	if err := snap.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	freed := tableBytes(db)
+	if freed*3 > held*2 {
+		t.Fatalf("tables hold %d bytes with the snapshot open and %d after it closed; want the old versions reclaimed", held, freed)
+	}
+}
+
+func tableBytes(db *DB) int64 {
+	var n int64
+	for _, l := range db.Metrics().Levels {
+		n += l.Bytes
+	}
+	return n
+}
+
+// TestTombstonesAreCompactedAway: a range deleted from the front of a
+// tree with several levels (a queue, a truncated Raft log) leaves
+// tables dense with deletions within their levels' targets; tombstone
+// compactions push them down until they vanish with what they hide.
+func TestTombstonesAreCompactedAway(t *testing.T) {
+	db := reviewMustOpen(t, vfs.NewMem(), &Options{WriteBufferSize: 32 << 10, TargetFileSize: 32 << 10})
+	val := bytes.Repeat([]byte("t"), 200)
+	const n = 40000 // ~8 MB: base level well above the last
+	for i := range n {
+		if err := db.Put(bgKey(i), val, NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitIdle(t, db)
+	full := tableBytes(db)
+	for i := range n * 9 / 10 {
+		if err := db.Delete(bgKey(i), NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, db)
+	m := db.Metrics()
+	if m.Compactions.Tombstone == 0 {
+		t.Errorf("no tombstone compaction ran\n%s", m)
+	}
+	if left := tableBytes(db); left*4 > full {
+		t.Errorf("after deleting 90%% of the keys, tables hold %d of %d bytes; want the deleted data reclaimed\n%s", left, full, m)
+	}
+	if _, err := db.Get(bgKey(0)); !stderrors.Is(err, ErrNotFound) {
+		t.Fatalf("deleted key: %v", err)
+	}
+	if v, err := db.Get(bgKey(n - 1)); err != nil || !bytes.Equal(v, val) {
+		t.Fatalf("live key: %q, %v", v, err)
+	}
+}
+
+// TestSlowdownDebt pins the slowdown's arithmetic: from 8 level-0 tables
+// each write owes 2µs, doubling per table, paid in one sleep at 5ms.
+func TestSlowdownDebt(t *testing.T) {
+	db := &DB{}
+	for _, tc := range []struct {
+		l0     int32
+		writes int // writes until a sleep is due
+	}{{8, 2500}, {9, 1250}, {11, 313}} {
+		db.l0Tables.Store(tc.l0)
+		db.mu.slowdownDebt = 0
+		for i := 1; i <= tc.writes; i++ {
+			d := db.slowdownLocked()
+			if i < tc.writes && d != 0 {
+				t.Fatalf("L0=%d: write %d sleeps %v; want the first sleep at write %d", tc.l0, i, d, tc.writes)
+			}
+			if i == tc.writes && d < slowdownQuantum {
+				t.Fatalf("L0=%d: write %d sleeps %v; want at least %v", tc.l0, i, d, slowdownQuantum)
+			}
+		}
+	}
+	db.l0Tables.Store(9)
+	db.slowdownLocked()
+	db.l0Tables.Store(7)
+	if d := db.slowdownLocked(); d != 0 || db.mu.slowdownDebt != 0 {
+		t.Fatalf("below 8 tables: sleep %v, debt %v; want neither", d, db.mu.slowdownDebt)
+	}
+}
