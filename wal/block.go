@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"encoding/binary"
 	"io"
 
@@ -123,7 +124,17 @@ func (b *blockReader) parse(p *phys) {
 	case typ == ZeroType && length == 0 && allZero(h):
 		b.spoil(p, physZero, "zeroed space")
 	case binary.LittleEndian.Uint32(h[0:4]) != checksum(h[6:HeaderSize+length]):
+		// The zeros at the end of the block start at zeroFrom, and at the
+		// first sector boundary from there, sector (both log offsets).
+		zeroFrom := p.off + int64(len(bytes.TrimRight(h, "\x00")))
+		sector := (zeroFrom + sectorSize - 1) / sectorSize * sectorSize
 		b.spoil(p, physDamage, "checksum mismatch")
+		if sector < p.off+int64(HeaderSize+length) && b.restIsZero() {
+			// The log is zero from a sector inside this fragment to its
+			// end: a crash left the file's size on disk before its data.
+			p.kind, p.reason = physTorn, "incomplete record"
+			p.span = b.off + int64(b.j) - p.off
+		}
 	default:
 		p.kind = physFragment
 		p.data = h[HeaderSize : HeaderSize+length : HeaderSize+length]
@@ -139,6 +150,27 @@ func (b *blockReader) spoil(p *phys, kind physKind, reason string) {
 	p.reason = reason
 	p.span = int64(b.j - b.i)
 	b.i = b.j
+}
+
+// sectorSize is the unit in which file systems write data: a crash that
+// leaves a file's size on disk before its data leaves zeros from a
+// multiple of it.
+const sectorSize = 512
+
+// restIsZero reads on past the current block, which must be consumed, as
+// long as the blocks it reads are all zero. It reports whether it reached
+// the end of the log that way. If not, the block that holds data is the
+// current one, to be parsed from its start, or b.err is set. The zero
+// blocks it passed are skipped, as next would skip them silently.
+func (b *blockReader) restIsZero() bool {
+	for !b.eof {
+		b.fill()
+		if b.err != nil || !allZero(b.buf[:b.j]) {
+			return false
+		}
+		b.i = b.j
+	}
+	return true
 }
 
 // allZero reports whether every byte of b is zero.

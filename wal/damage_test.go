@@ -219,3 +219,70 @@ func TestScanner(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroedTailIsTorn: a crash can leave a file's new size on disk before
+// the last sectors of its data (XFS, ext4 with data=writeback): the log then
+// ends in zeros from a 512-byte boundary inside its last record, whose
+// checksum fails. That record was never completely written, so it is a
+// torn tail, as if the log ended there, not damage: strict readers (the
+// MANIFEST's) must accept it.
+func TestZeroedTailIsTorn(t *testing.T) {
+	first := bigString("first", 503) // the next header is at 510, over a sector boundary
+	second := bigString("second", 2000)
+	big := bigString("big", 2*bs+2000) // FIRST, MIDDLE, and a LAST of about 2000 bytes
+	for _, tc := range []struct {
+		name   string
+		recs   [][]byte
+		zeroAt int // the first zeroed byte; the log is zero from there on
+		extra  int // zero bytes appended after the log
+	}{
+		{"payload", [][]byte{first, second}, 1024, 0},
+		{"natural zeros before the sector", [][]byte{first, second}, 1000, 0},
+		{"header", [][]byte{first, second}, 512, 0},
+		{"into zero blocks", [][]byte{first, second}, 1536, 2*bs + 300},
+		{"middle fragment", [][]byte{first, big}, bs + 512, 0},
+		{"last fragment", [][]byte{first, big}, 2*bs + 1024, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := writeLog(t, tc.recs...)
+			clear(log[tc.zeroAt:])
+			log = append(log, make([]byte, tc.extra)...)
+			res := readLog(log, wal.Strict())
+			expectEOF(t, res)
+			equalRecords(t, res.recs, tc.recs[:1])
+			if len(res.drops) != 1 || !res.drops[0].TornTail || res.drops[0].Offset != 510 ||
+				res.drops[0].Offset+res.drops[0].Bytes != int64(len(log)) {
+				t.Fatalf("drops %v; want one torn tail from 510 to the end, %d", res.drops, len(log))
+			}
+		})
+	}
+}
+
+// TestZeroesBeforeDataAreDamage: zeros inside a record are damage when
+// anything but zeros follows them, when the log does not end in zeros, or
+// when they do not start at a sector boundary.
+func TestZeroesBeforeDataAreDamage(t *testing.T) {
+	first, second := bigString("first", 503), bigString("second", 2000)
+	// Zeros from a sector inside the second record to the end of the
+	// block, then a record in the next block: damage, and the record after
+	// it is read.
+	log := writeLog(t, first, second)
+	clear(log[1024:])
+	log = append(log, make([]byte, bs-len(log))...)
+	log = append(log, writeLog(t, []byte("next"))...)
+	res := readLog(log)
+	expectEOF(t, res)
+	equalRecords(t, res.recs, [][]byte{first, []byte("next")})
+	if d := res.damage(); len(d) != 1 || d[0].Offset != 510 || d[0].Reason != "checksum mismatch" || len(res.torn()) != 0 {
+		t.Fatalf("drops %v; want the checksum mismatch at 510 as damage", res.drops)
+	}
+	// Zeros from a sector, but the last byte intact.
+	log = writeLog(t, first, second)
+	clear(log[1024 : len(log)-1])
+	checkDrops(t, log, [][]byte{first}, false, 510, int64(len(log)-510), "checksum mismatch")
+	// Zeros to the end, but none from a sector boundary: what a flipped
+	// bit in a record that ends in zero bytes looks like.
+	log = writeLog(t, first, second) // 2517 bytes: the last boundary is 2048
+	clear(log[2100:])
+	checkDrops(t, log, [][]byte{first}, false, 510, int64(len(log)-510), "checksum mismatch")
+}
