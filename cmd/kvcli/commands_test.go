@@ -312,7 +312,8 @@ func TestCompact(t *testing.T) {
 	}
 	ok(t, "", "--db", dir, "delete", "k1")
 	out := ok(t, "", "--db", dir, "compact")
-	if !strings.Contains(out, "tables after:  L1: 1\n") || !strings.Contains(out, "tables before: L0: ") {
+	if !strings.Contains(out, "tables after:  L6: 1\n") || !strings.Contains(out, "tables before: L0: ") ||
+		!strings.Contains(out, "compacted: ") || !strings.Contains(out, "write amplification: ") {
 		t.Fatalf("compact printed %q", out)
 	}
 	if got := contents(t, dir); len(got) != 3 || got["k0"] != "v0" || got["k3"] != "v3" {
@@ -320,4 +321,5 @@ func TestCompact(t *testing.T) {
 	}
 	ok(t, "", "--db", dir, "compact", "--start", "k2", "--end", "k3")
 	want(t, 2, "kvcli: usage", "--db", dir, "compact", "extra-arg")
+	want(t, 2, "the range is reversed", "--db", dir, "compact", "--start", "k3", "--end", "k2")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -11,12 +12,19 @@ import (
 
 var statsCmd = &command{
 	name:    "stats",
-	summary: "list tables, logs and what recovery finds",
-	detail: `Lists the tables (level, file, size, key range), the write-ahead logs,
-what replaying those logs found (records, torn tail, damage dropped), and
-the logs that an earlier recovery found damaged and moved to lost/. Opens
-the database read-only, so the replay it reports is a dry run: nothing on
-disk changes.`,
+	summary: "show the tree's levels, tables, logs and what recovery finds",
+	detail: `Shows the shape of the tree, one row per level: tables, bytes, the
+level's score (compaction is due at 1 or more) and its target size, and
+which level is the base level that level 0 compacts into. Then lists the
+tables (level, file, size, key range), the write-ahead logs, what replaying
+those logs found (records, torn tail, damage dropped), and the logs that an
+earlier recovery found damaged and moved to lost/.
+
+Opens the database read-only in this process, so the replay it reports is
+a dry run (nothing on disk changes), and it cannot show the counters of the
+program that has the database open (flushes, compactions, write
+amplification, stalls): a program reads those from DB.Metrics, and
+'kvcli compact' prints its own at the end.`,
 	run: runStats,
 }
 
@@ -38,6 +46,7 @@ func runStats(e *env, c *command, args []string) (err error) {
 	fmt.Fprintf(w, "database: %s\n", e.db)
 	fmt.Fprintf(w, "last sequence: %d\n", st.LastSequence)
 	fmt.Fprintf(w, "memtable: %d bytes (replayed from the logs)\n", st.MemtableSize)
+	writeLevels(w, db.Metrics())
 	e.writeTables(st.Tables)
 	if err := e.writeFiles("logs", e.db, filename.Log); err != nil {
 		return err
@@ -104,5 +113,21 @@ func writeRecovery(e *env, r shale.RecoveryReport) {
 		for _, d := range l.Drops {
 			fmt.Fprintf(e.stdout, "    damage: %s, %d bytes dropped at offset %d\n", d.Reason, d.Bytes, d.Offset)
 		}
+	}
+}
+
+// writeLevels prints the tree's shape, one row per level.
+func writeLevels(w io.Writer, m shale.Metrics) {
+	fmt.Fprintf(w, "levels (base level L%d):\n", m.BaseLevel)
+	fmt.Fprintf(w, "  level  tables           bytes   score          target\n")
+	for level, l := range m.Levels {
+		score, target := "-", "-"
+		if level < shale.NumLevels-1 {
+			score = fmt.Sprintf("%.2f", l.Score)
+		}
+		if l.Target > 0 {
+			target = fmt.Sprint(l.Target)
+		}
+		fmt.Fprintf(w, "  L%d     %6d  %14d  %6s  %14s\n", level, l.Tables, l.Bytes, score, target)
 	}
 }
