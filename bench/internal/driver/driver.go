@@ -1,0 +1,105 @@
+// Package driver runs the benchmark: every selected workload on every
+// selected store, each in fresh worker processes and a fresh directory, the
+// stores interleaved (A B C A B C ...) over the passes, and reports the
+// median of each figure.
+package driver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/shale-db/shale/bench/internal/kv"
+	"github.com/shale-db/shale/bench/internal/worker"
+)
+
+// Config says what to run.
+type Config struct {
+	N         int      // operations per workload (db_bench's num)
+	Passes    int      // runs of each store and workload; the median is reported
+	Workloads []string // names, in the order of worker.Workloads
+	Stores    []string // names, in the order of kv.Names
+	Seed      uint64
+	// Dir holds the databases, one fresh directory per job, removed after.
+	Dir string
+	// Exe, WorkerArgs and Env start a worker: Exe WorkerArgs... worker
+	// flags..., with environment Env (nil: this process's).
+	Exe        string
+	WorkerArgs []string
+	Env        []string
+	// Progress, if set, receives a line per timed process.
+	Progress io.Writer
+}
+
+type driver struct{ cfg Config }
+
+// Run runs the benchmark and returns its report.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.N <= 0 || cfg.Passes <= 0 || len(cfg.Workloads) == 0 || len(cfg.Stores) == 0 {
+		return nil, errors.New("driver: need positive N and Passes, a workload and a store")
+	}
+	d := &driver{cfg: cfg}
+	r := newReport(cfg)
+	total, done := len(cfg.Workloads)*cfg.Passes*len(cfg.Stores), 0
+	for _, wname := range cfg.Workloads {
+		w, ok := worker.Lookup(wname)
+		if !ok {
+			return nil, errors.Newf("driver: unknown workload %q", wname)
+		}
+		for pass := range cfg.Passes {
+			for _, store := range cfg.Stores {
+				smp, err := d.job(ctx, w, store)
+				if err != nil {
+					return nil, err
+				}
+				r.add(w.Name, store, smp)
+				done++
+				d.progress(done, total, w, pass, store, smp)
+			}
+		}
+	}
+	r.summarize()
+	return r, nil
+}
+
+// job runs one store on one workload in a fresh directory: the untimed
+// phase if the workload has one, then the timed one.
+func (d *driver) job(ctx context.Context, w worker.Workload, store string) (Sample, error) {
+	if !kv.Known(store) {
+		return Sample{}, errors.Newf("driver: unknown store %q", store)
+	}
+	dir, err := os.MkdirTemp(d.cfg.Dir, "shalebench-"+w.Name+"-"+store+"-")
+	if err != nil {
+		return Sample{}, err
+	}
+	defer os.RemoveAll(dir)
+	spec := worker.Spec{Store: store, Workload: w.Name, Dir: dir, N: d.cfg.N, Seed: d.cfg.Seed}
+	switch w.Prepare {
+	case worker.FillRandom:
+		spec.Phase = worker.PhasePrepare
+		_, _, err = d.runWorker(ctx, spec)
+	case worker.Crash:
+		err = d.crash(ctx, spec)
+	}
+	if err != nil {
+		return Sample{}, err
+	}
+	// Write back what earlier processes left dirty, so that the kernel does
+	// not do it during this one's timed span.
+	syscall.Sync()
+	return d.measure(ctx, spec)
+}
+
+func (d *driver) progress(done, total int, w worker.Workload, pass int, store string, s Sample) {
+	if d.cfg.Progress == nil {
+		return
+	}
+	fmt.Fprintf(d.cfg.Progress, "[%d/%d] %s pass %d/%d %s: %s %s in %s\n", done, total, w.Name,
+		pass+1, d.cfg.Passes, store, formatRate(s.throughput()), w.Unit,
+		formatDuration(time.Duration(s.Seconds*float64(time.Second))))
+}

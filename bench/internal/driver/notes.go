@@ -1,0 +1,34 @@
+package driver
+
+// Notes are printed under every report: what the figures mean and where the
+// comparison is not like for like.
+var Notes = []string{
+	"Ratio = shale's median throughput / the peer's: above 1, shale is faster. " +
+		"For recovery the throughput is 1 / (Open + one Get), so the ratio is the peer's time over shale's.",
+	"Guarantees differ. A shale or goleveldb NoSync put has reached the operating system when it returns " +
+		"and survives kill -9. Pebble keeps NoSync writes in its own buffer and loses acknowledged ones " +
+		"when the process is killed. So for single unsynced puts (fillseq, fillrandom, overwrite) " +
+		"goleveldb is the like-for-like peer, and Pebble's figure stands beside it with that difference. " +
+		"fillbatch amortizes the buffer over 1,000 puts and is held against Pebble. " +
+		"Sync writes and reads compare directly.",
+	"bbolt fsyncs every commit, so its unsynced puts share one transaction per 1,000 puts " +
+		"(every 1,000th put's latency includes the commit); up to 999 acknowledged puts are lost on kill -9. " +
+		"A Sync put is a transaction of its own; a fillbatch batch is one (synced) transaction.",
+	"Badger has no per-write sync: fillsync and fillsync8 open it with SyncWrites. Its logger is off. " +
+		"It writes its logs and tables through mmap, which wchar does not count, so its WA understates; " +
+		"compare its WA dev.",
+	"Every store otherwise runs with its defaults, except readrandom4x, which sets every block cache " +
+		"to a quarter of the fill's user bytes (n x 116 / 4); bbolt has no block cache.",
+	"Each store and workload runs in fresh processes and a fresh directory: an untimed fill " +
+		"(fillrandom; for recovery n/2 puts ended by SIGKILL) in one process, then the timed workload " +
+		"in another. Stores alternate within each pass.",
+	"RSS: ru_maxrss of the timed process. disk: every file in the directory after Close. " +
+		"WA: wchar of /proc/self/io (bytes handed to write syscalls, Open to Close) over 116 bytes per put " +
+		"made in the timed process. WA dev: write_bytes (pages dirtied toward the disk, mmap included; 0 on tmpfs) " +
+		"over the same.",
+	"Latency: every put (fillbatch: every batch) of the single-writer fills timed on its own; " +
+		"percentiles within 1%, max exact; each the median over the passes.",
+	"Sizes: 16-byte keys (%016d), 100-byte values of which half repeats (db_bench's generator); " +
+		"random keys uniform over [0, n) with repeats, seeded; fillsync n/100 puts, fillsync8 8 x n/500, " +
+		"seekrandom SeekGE + 10 Next, readwhilewriting one reader and one writer.",
+}

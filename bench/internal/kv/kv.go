@@ -1,0 +1,88 @@
+// Package kv puts shale, goleveldb, Pebble v2, Badger v4 and bbolt behind one
+// small interface, each opened with its defaults.
+//
+// The exceptions, which the benchmark's notes repeat:
+//   - bbolt commits, and fsyncs, every transaction; an unsynced Put therefore
+//     joins a transaction that commits every 1,000 puts (and at Close). A
+//     Sync Put is a transaction of its own.
+//   - Badger has no per-write sync; a store opened with Config.Sync opens it
+//     with SyncWrites, so that every write is synced.
+//   - Config.CacheBytes, when set, sizes the block cache of the stores that
+//     have one (bbolt reads through the operating system's page cache).
+//   - Badger's logger is turned off: its default writes to stderr.
+//
+// A Store's Put, Get and NewIter may be called from several goroutines at
+// once; a Batch belongs to one.
+package kv
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Store is one engine under test.
+type Store interface {
+	// Put writes one key. sync asks for the write to reach the disk before
+	// Put returns; otherwise the store's own unsynced write is used.
+	Put(key, value []byte, sync bool) error
+	// Get reads a key's value, reports whether it was found, and returns
+	// the value's length (reading the value is part of a Get).
+	Get(key []byte) (n int, found bool, err error)
+	// NewBatch returns an empty batch, written unsynced by Commit.
+	NewBatch() Batch
+	// NewIter returns an unpositioned iterator over the whole store.
+	NewIter() (Iter, error)
+	// Close makes what was written durable as the store does at Close and
+	// releases everything.
+	Close() error
+}
+
+// Batch is a group of puts applied atomically.
+type Batch interface {
+	// Put adds a key; the batch copies what it must keep.
+	Put(key, value []byte)
+	// Commit applies the batch, unsynced, and empties it for reuse.
+	Commit() error
+}
+
+// Iter is a forward iterator. Key and Value are valid until the next call.
+type Iter interface {
+	First() bool
+	SeekGE(key []byte) bool
+	Next() bool
+	Key() []byte
+	Value() []byte
+	Close() error
+}
+
+// Config adjusts what the defaults leave open.
+type Config struct {
+	// Sync opens the store for synced writes where that is an Open-time
+	// choice (Badger's SyncWrites).
+	Sync bool
+	// CacheBytes, if positive, is the block cache's capacity.
+	CacheBytes int64
+}
+
+// Names lists the stores in the order the benchmark runs and prints them.
+var Names = []string{"shale", "goleveldb", "pebble", "badger", "bbolt"}
+
+var openers = map[string]func(dir string, c Config) (Store, error){
+	"shale":     openShale,
+	"goleveldb": openGoleveldb,
+	"pebble":    openPebble,
+	"badger":    openBadger,
+	"bbolt":     openBbolt,
+}
+
+// Open opens the named store in dir, creating it if needed.
+func Open(name, dir string, c Config) (Store, error) {
+	open, ok := openers[name]
+	if !ok {
+		return nil, fmt.Errorf("kv: unknown store %q (have %v)", name, Names)
+	}
+	return open(dir, c)
+}
+
+// Known reports whether name is one of Names.
+func Known(name string) bool { return slices.Contains(Names, name) }

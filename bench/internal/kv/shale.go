@@ -1,0 +1,58 @@
+package kv
+
+import (
+	"errors"
+
+	"github.com/shale-db/shale"
+)
+
+type shaleStore struct{ db *shale.DB }
+
+var _ Store = shaleStore{}
+
+func openShale(dir string, c Config) (Store, error) {
+	var o shale.Options
+	if c.CacheBytes > 0 {
+		o.CacheSize = c.CacheBytes
+	}
+	db, err := shale.Open(dir, &o)
+	if err != nil {
+		return nil, err
+	}
+	return shaleStore{db}, nil
+}
+
+func (s shaleStore) Put(k, v []byte, sync bool) error {
+	d := shale.NoSync
+	if sync {
+		d = shale.Sync
+	}
+	return s.db.Put(k, v, d)
+}
+
+func (s shaleStore) Get(k []byte) (int, bool, error) {
+	v, err := s.db.Get(k)
+	if errors.Is(err, shale.ErrNotFound) {
+		return 0, false, nil
+	}
+	return len(v), err == nil, err
+}
+
+func (s shaleStore) NewBatch() Batch { return &shaleBatch{db: s.db} }
+
+func (s shaleStore) NewIter() (Iter, error) { return s.db.NewIterator(nil), nil }
+
+func (s shaleStore) Close() error { return s.db.Close() }
+
+type shaleBatch struct {
+	db *shale.DB
+	b  shale.Batch
+}
+
+func (b *shaleBatch) Put(k, v []byte) { b.b.Put(k, v) }
+
+func (b *shaleBatch) Commit() error {
+	err := b.db.Write(&b.b, shale.NoSync)
+	b.b.Reset()
+	return err
+}

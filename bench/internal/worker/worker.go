@@ -1,0 +1,188 @@
+// Package worker runs one phase of one workload on one store, in a process of
+// its own, and prints what it measured as one line of JSON on stdout.
+//
+// The driver starts a worker by running its own executable with the
+// arguments Args returns. Phases:
+//   - prepare: the untimed fill a workload starts from (fillrandom), then
+//     Close;
+//   - crash: the recovery workload's fill; the worker then prints "ready"
+//     and waits to be killed;
+//   - run: the timed workload. The figures cover this process only: wchar
+//     and write_bytes from /proc/self/io, taken before Open and after
+//     Close, and the bytes of every file in the directory after Close.
+//
+// Nothing else may write to stdout in a worker.
+package worker
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/cockroachdb/errors"
+	"github.com/shale-db/shale/bench/internal/gen"
+	"github.com/shale-db/shale/bench/internal/hist"
+	"github.com/shale-db/shale/bench/internal/kv"
+)
+
+// Phase names, as passed to -phase.
+const (
+	PhasePrepare = "prepare"
+	PhaseCrash   = "crash"
+	PhaseRun     = "run"
+)
+
+// Ready is the line a crash-phase worker prints when its puts have all
+// returned.
+const Ready = "ready"
+
+// Result is what a run-phase worker measured.
+type Result struct {
+	Ops     int64   `json:"ops"`     // operations timed (entries, for readseq)
+	Seconds float64 `json:"seconds"` // the timed span
+	Writes  int64   `json:"writes"`  // puts made in this process
+	// Found counts lookups that found their key (for recovery: 1 if the
+	// last acknowledged put survived the kill).
+	Found      int64         `json:"found"`
+	WChar      int64         `json:"wchar"`       // bytes handed to write syscalls
+	WriteBytes int64         `json:"write_bytes"` // bytes sent toward storage
+	DiskBytes  int64         `json:"disk_bytes"`  // files in the directory after Close
+	Latency    *hist.Summary `json:"latency,omitempty"`
+}
+
+// Spec names one worker's job.
+type Spec struct {
+	Store, Workload, Phase, Dir string
+	N                           int
+	Seed                        uint64
+}
+
+// Args returns the arguments that make Main run spec.
+func Args(s Spec) []string {
+	return []string{"-store", s.Store, "-workload", s.Workload, "-phase", s.Phase,
+		"-dir", s.Dir, "-n", strconv.Itoa(s.N), "-seed", strconv.FormatUint(s.Seed, 10)}
+}
+
+// Main parses args (as Args makes them), runs the phase and writes its
+// output to stdout. It returns the process's exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	var s Spec
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&s.Store, "store", "", "store name")
+	fs.StringVar(&s.Workload, "workload", "", "workload name")
+	fs.StringVar(&s.Phase, "phase", PhaseRun, "prepare, crash or run")
+	fs.StringVar(&s.Dir, "dir", "", "database directory")
+	fs.IntVar(&s.N, "n", 0, "operations")
+	fs.Uint64Var(&s.Seed, "seed", 1, "random seed")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := run(s, stdout); err != nil {
+		fmt.Fprintf(stderr, "worker %s %s %s: %v\n", s.Phase, s.Workload, s.Store, err)
+		return 1
+	}
+	return 0
+}
+
+func run(s Spec, stdout io.Writer) error {
+	w, ok := Lookup(s.Workload)
+	if !ok {
+		return errorf("unknown workload %q", s.Workload)
+	}
+	if !kv.Known(s.Store) || s.Dir == "" || s.N <= 0 {
+		return errorf("need a known -store, a -dir and a positive -n")
+	}
+	e := &env{dir: s.Dir, store: s.Store, n: s.N, seed: s.Seed, cfg: kv.Config{Sync: w.Sync}}
+	if w.CacheQuarter {
+		e.cfg.CacheBytes = max(int64(s.N)*gen.UserBytes/4, 1)
+	}
+	switch s.Phase {
+	case PhasePrepare:
+		return prepare(e, w)
+	case PhaseCrash:
+		return crash(e, stdout)
+	case PhaseRun:
+		return timed(e, w, stdout)
+	}
+	return errorf("unknown phase %q", s.Phase)
+}
+
+func prepare(e *env, w Workload) error {
+	if w.Prepare != FillRandom {
+		return errorf("%s has no prepare phase", w.Name)
+	}
+	db, err := kv.Open(e.store, e.dir, kv.Config{})
+	if err != nil {
+		return err
+	}
+	e.db = db
+	if err := e.fill(e.n, e.keys(streamFill), false, false); err != nil {
+		db.Close()
+		return err
+	}
+	return db.Close()
+}
+
+// crash makes the recovery workload's puts, says so, and waits to be killed.
+func crash(e *env, stdout io.Writer) error {
+	db, err := kv.Open(e.store, e.dir, kv.Config{})
+	if err != nil {
+		return err
+	}
+	e.db = db
+	if err := e.fill(crashPuts(e.n), e.keys(streamFill), false, false); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(stdout, Ready); err != nil {
+		return err
+	}
+	if f, ok := stdout.(interface{ Sync() error }); ok {
+		_ = f.Sync()
+	}
+	select {} // until SIGKILL
+}
+
+func timed(e *env, w Workload, stdout io.Writer) error {
+	before, err := readIOCounters()
+	if err != nil {
+		return err
+	}
+	if !w.TimesOpen {
+		if e.db, err = kv.Open(e.store, e.dir, e.cfg); err != nil {
+			return err
+		}
+	}
+	err = w.run(e)
+	if e.db != nil {
+		if cerr := e.db.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	after, err := readIOCounters()
+	if err != nil {
+		return err
+	}
+	e.res.WChar = after.wchar - before.wchar
+	e.res.WriteBytes = after.writeBytes - before.writeBytes
+	if e.res.DiskBytes, err = dirBytes(e.dir); err != nil {
+		return err
+	}
+	if w.Latency {
+		s := e.lat.Summary()
+		e.res.Latency = &s
+	}
+	bw := bufio.NewWriter(stdout)
+	if err := json.NewEncoder(bw).Encode(e.res); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+func errorf(format string, args ...any) error { return errors.Newf(format, args...) }

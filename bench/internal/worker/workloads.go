@@ -1,0 +1,334 @@
+package worker
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shale-db/shale/bench/internal/gen"
+	"github.com/shale-db/shale/bench/internal/hist"
+	"github.com/shale-db/shale/bench/internal/kv"
+)
+
+// Prepare says what runs, untimed, in a process of its own before the
+// timed one.
+type Prepare int
+
+const (
+	// NoPrepare: the timed process starts from an empty directory.
+	NoPrepare Prepare = iota
+	// FillRandom: n random puts, then Close.
+	FillRandom
+	// Crash: n/2 random puts, then the process is killed with SIGKILL.
+	Crash
+)
+
+// Workload is one of the benchmark's workloads.
+type Workload struct {
+	Name string
+	// Doc says what the timed process does.
+	Doc     string
+	Prepare Prepare
+	// Unit names what the throughput counts.
+	Unit string
+	// Latency: every operation of the (single) writer is timed.
+	Latency bool
+	// Writes: the timed phase writes, so write amplification applies.
+	Writes bool
+	// Reads: the timed phase looks keys up, so the share found applies.
+	Reads bool
+	// Sync: the store is opened for synced writes (Badger's SyncWrites).
+	Sync bool
+	// CacheQuarter: every block cache is set to a quarter of the user
+	// bytes of the fill.
+	CacheQuarter bool
+	// TimesOpen: the timed span includes Open (and run opens the store).
+	TimesOpen bool
+	run       func(e *env) error
+}
+
+// Seed streams, so that each phase draws its own keys.
+const (
+	streamFill = iota + 1
+	streamRead
+	streamOverwrite
+	streamWriter
+	streamSync // + writer index
+)
+
+// BatchSize is fillbatch's batch; SyncWriters and SeekNexts shape fillsync8
+// and seekrandom.
+const (
+	BatchSize   = 1000
+	SyncWriters = 8
+	SeekNexts   = 10
+)
+
+// Workloads lists every workload in the order they run and print.
+var Workloads = []Workload{
+	{Name: "fillseq", Doc: "n puts in key order", Unit: "puts/s", Latency: true, Writes: true,
+		run: func(e *env) error { return e.fill(e.n, func(i int) uint64 { return uint64(i) }, false, true) }},
+	{Name: "fillrandom", Doc: "n puts of uniform random keys", Unit: "puts/s", Latency: true, Writes: true,
+		run: func(e *env) error { return e.fill(e.n, e.keys(streamFill), false, true) }},
+	{Name: "overwrite", Doc: "n random puts over a database filled by fillrandom", Prepare: FillRandom,
+		Unit: "puts/s", Latency: true, Writes: true,
+		run: func(e *env) error { return e.fill(e.n, e.keys(streamOverwrite), false, true) }},
+	{Name: "fillbatch", Doc: "n puts in key order, in batches of 1,000 (latency per batch)", Unit: "puts/s",
+		Latency: true, Writes: true, run: (*env).fillBatch},
+	{Name: "fillsync", Doc: "n/100 Sync puts of random keys, one writer", Unit: "puts/s", Latency: true,
+		Writes: true, Sync: true,
+		run: func(e *env) error { return e.fill(max(e.n/100, 1), e.keys(streamSync), true, true) }},
+	{Name: "fillsync8", Doc: "8 writers, n/500 Sync puts each, random keys", Unit: "puts/s", Writes: true,
+		Sync: true, run: (*env).fillSync8},
+	{Name: "readrandom", Doc: "n random Gets after fillrandom", Prepare: FillRandom, Unit: "gets/s",
+		Reads: true, run: (*env).readRandom},
+	{Name: "readseq", Doc: "one full scan after fillrandom", Prepare: FillRandom, Unit: "entries/s",
+		run: (*env).readSeq},
+	{Name: "seekrandom", Doc: "n random SeekGE, each followed by 10 Next, after fillrandom",
+		Prepare: FillRandom, Unit: "seeks/s", Reads: true, run: (*env).seekRandom},
+	{Name: "readwhilewriting", Doc: "n random Gets while one writer puts random keys, after fillrandom",
+		Prepare: FillRandom, Unit: "gets/s", Reads: true, Writes: true, run: (*env).readWhileWriting},
+	{Name: "readrandom4x", Doc: "readrandom with every block cache a quarter of the data's user bytes",
+		Prepare: FillRandom, Unit: "gets/s", Reads: true, CacheQuarter: true, run: (*env).readRandom},
+	{Name: "recovery", Doc: "Open and one Get after n/2 random puts ended by SIGKILL", Prepare: Crash,
+		Unit: "opens/s", Reads: true, TimesOpen: true, run: (*env).recovery},
+}
+
+// Lookup returns the named workload.
+func Lookup(name string) (Workload, bool) {
+	for _, w := range Workloads {
+		if w.Name == name {
+			return w, true
+		}
+	}
+	return Workload{}, false
+}
+
+// env is what a workload's run works with; it fills res.
+type env struct {
+	dir   string
+	store string
+	cfg   kv.Config
+	n     int
+	seed  uint64
+	db    kv.Store // open unless the workload TimesOpen
+	res   Result
+	lat   hist.Histogram
+}
+
+// keys returns the key numbers of one seeded stream.
+func (e *env) keys(stream uint64) func(int) uint64 {
+	k := gen.NewKeys(e.n, e.seed, stream)
+	return func(int) uint64 { return k.Next() }
+}
+
+// fill puts count keys, timing each Put if latency is set.
+func (e *env) fill(count int, key func(int) uint64, sync, latency bool) error {
+	vals, kb := gen.NewValues(), make([]byte, gen.KeySize)
+	start := time.Now()
+	for i := range count {
+		k, v := gen.FormatKey(kb, key(i)), vals.Next()
+		t0 := time.Now()
+		if err := e.db.Put(k, v, sync); err != nil {
+			return err
+		}
+		if latency {
+			e.lat.Record(time.Since(t0))
+		}
+	}
+	e.res.Seconds = time.Since(start).Seconds()
+	e.res.Ops, e.res.Writes = int64(count), int64(count)
+	return nil
+}
+
+func (e *env) fillBatch() error {
+	vals, kb := gen.NewValues(), make([]byte, gen.KeySize)
+	b := e.db.NewBatch()
+	start := time.Now()
+	for i := 0; i < e.n; i += BatchSize {
+		for j := i; j < min(i+BatchSize, e.n); j++ {
+			b.Put(gen.FormatKey(kb, uint64(j)), vals.Next())
+		}
+		t0 := time.Now()
+		if err := b.Commit(); err != nil {
+			return err
+		}
+		e.lat.Record(time.Since(t0))
+	}
+	e.res.Seconds = time.Since(start).Seconds()
+	e.res.Ops, e.res.Writes = int64(e.n), int64(e.n)
+	return nil
+}
+
+func (e *env) fillSync8() error {
+	per := max(e.n/500, 1)
+	errs := make([]error, SyncWriters)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range SyncWriters {
+		wg.Go(func() {
+			keys := gen.NewKeys(e.n, e.seed, streamSync+uint64(w))
+			vals, kb := gen.NewValues(), make([]byte, gen.KeySize)
+			for range per {
+				if errs[w] = e.db.Put(gen.FormatKey(kb, keys.Next()), vals.Next(), true); errs[w] != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	e.res.Seconds = time.Since(start).Seconds()
+	e.res.Ops, e.res.Writes = int64(per*SyncWriters), int64(per*SyncWriters)
+	return firstError(errs)
+}
+
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gets looks up n random keys and returns how many were found.
+func (e *env) gets(n int) (found int64, err error) {
+	keys, kb := gen.NewKeys(e.n, e.seed, streamRead), make([]byte, gen.KeySize)
+	for range n {
+		_, ok, err := e.db.Get(gen.FormatKey(kb, keys.Next()))
+		if err != nil {
+			return found, err
+		}
+		if ok {
+			found++
+		}
+	}
+	return found, nil
+}
+
+func (e *env) readRandom() error {
+	start := time.Now()
+	found, err := e.gets(e.n)
+	e.res.Seconds = time.Since(start).Seconds()
+	e.res.Ops, e.res.Found = int64(e.n), found
+	return err
+}
+
+func (e *env) readSeq() error {
+	start := time.Now()
+	it, err := e.db.NewIter()
+	if err != nil {
+		return err
+	}
+	var n, bytes int64
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+		bytes += int64(len(it.Key()) + len(it.Value()))
+	}
+	err = it.Close()
+	e.res.Seconds = time.Since(start).Seconds()
+	e.res.Ops = n
+	if err == nil && bytes != n*gen.UserBytes {
+		return errorf("readseq: %d entries hold %d bytes, want %d each", n, bytes, gen.UserBytes)
+	}
+	return err
+}
+
+func (e *env) seekRandom() error {
+	keys, kb := gen.NewKeys(e.n, e.seed, streamRead), make([]byte, gen.KeySize)
+	var found int64
+	start := time.Now()
+	for range e.n {
+		it, err := e.db.NewIter()
+		if err != nil {
+			return err
+		}
+		ok := it.SeekGE(gen.FormatKey(kb, keys.Next()))
+		if ok {
+			found++
+		}
+		for j := 0; ok && j < SeekNexts; j++ {
+			_, _ = it.Key(), it.Value()
+			ok = it.Next()
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+	}
+	e.res.Seconds = time.Since(start).Seconds()
+	e.res.Ops, e.res.Found = int64(e.n), found
+	return nil
+}
+
+// readWhileWriting times n random Gets while one goroutine puts random keys,
+// unsynced, until the reads end. The reads start once the writer's first
+// put has returned.
+func (e *env) readWhileWriting() error {
+	var stop atomic.Bool
+	var writes int64
+	var werr error
+	var wg sync.WaitGroup
+	started := make(chan struct{})
+	wg.Go(func() {
+		defer func() {
+			if writes == 0 {
+				close(started)
+			}
+		}()
+		keys := gen.NewKeys(e.n, e.seed, streamWriter)
+		vals, kb := gen.NewValues(), make([]byte, gen.KeySize)
+		for !stop.Load() {
+			if werr = e.db.Put(gen.FormatKey(kb, keys.Next()), vals.Next(), false); werr != nil {
+				return
+			}
+			if writes++; writes == 1 {
+				close(started)
+			}
+		}
+	})
+	<-started
+	start := time.Now()
+	found, err := e.gets(e.n)
+	e.res.Seconds = time.Since(start).Seconds()
+	stop.Store(true)
+	wg.Wait()
+	e.res.Ops, e.res.Found, e.res.Writes = int64(e.n), found, writes
+	if err != nil {
+		return err
+	}
+	return werr
+}
+
+// recovery opens the store a killed process left and reads the last key that
+// process put: Found says whether that acknowledged write survived.
+func (e *env) recovery() error {
+	last := lastCrashKey(e.n, e.seed)
+	kb := make([]byte, gen.KeySize)
+	start := time.Now()
+	db, err := kv.Open(e.store, e.dir, e.cfg)
+	if err != nil {
+		return err
+	}
+	_, found, err := db.Get(gen.FormatKey(kb, last))
+	e.res.Seconds = time.Since(start).Seconds()
+	e.db = db
+	e.res.Ops = 1
+	if found {
+		e.res.Found = 1
+	}
+	return err
+}
+
+// crashPuts is how many puts the killed process of the recovery workload
+// makes.
+func crashPuts(n int) int { return max(n/2, 1) }
+
+// lastCrashKey is the key number of the killed process's last put.
+func lastCrashKey(n int, seed uint64) uint64 {
+	keys := gen.NewKeys(n, seed, streamFill)
+	var k uint64
+	for range crashPuts(n) {
+		k = keys.Next()
+	}
+	return k
+}
