@@ -2,6 +2,7 @@ package shale
 
 import (
 	"bytes"
+	"runtime"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/compaction"
@@ -197,7 +198,7 @@ func (db *DB) mergeInputs(c *compaction.Compaction, files []*manifest.FileMeta) 
 	db.mu.Unlock()
 	out := &compactionOutputs{db: db}
 	filter := &compaction.Filter{SmallestSnapshot: smallest, Bottommost: c.Bottommost}
-	err := compaction.Run(merging.New(iters...), filter, compaction.RunOptions{
+	err := compaction.Run(&yieldingIter{Iterator: merging.New(iters...)}, filter, compaction.RunOptions{
 		TargetSize:            uint64(db.opts.TargetFileSize),
 		Grandparents:          c.Grandparents,
 		MaxGrandparentOverlap: 10 * db.opts.TargetFileSize,
@@ -265,3 +266,24 @@ func (o *compactionOutputs) abandon() {
 
 // release lets deleteObsoleteFiles judge the outputs like any table.
 func (o *compactionOutputs) release() { o.db.releaseOutputNums(o.nums...) }
+
+// yieldEvery is how many entries a flush or compaction moves between
+// yields of its processor.
+const yieldEvery = 256
+
+// yieldingIter is the input of a flush or compaction: every yieldEvery
+// entries it lets other goroutines run. Background work is CPU-bound and,
+// on a machine with two cores, a flush and a compaction occupy both; a
+// writer that becomes runnable would otherwise wait for the scheduler's
+// preemption, up to 10 ms. Yielding costs about 0.2 µs per 256 entries.
+type yieldingIter struct {
+	iterator.Iterator
+	n int
+}
+
+func (it *yieldingIter) Next() bool {
+	if it.n++; it.n%yieldEvery == 0 {
+		runtime.Gosched()
+	}
+	return it.Iterator.Next()
+}

@@ -214,7 +214,7 @@ func (db *DB) flushMemtable(imm *immMemtable) (*manifest.FileMeta, error) {
 	if err := imm.next.waitReady(); err != nil {
 		return nil, err
 	}
-	meta, err := db.writeTable(imm.mem.NewIter())
+	meta, err := db.writeTable(&yieldingIter{Iterator: imm.mem.NewIter()})
 	if err != nil {
 		return nil, err
 	}
