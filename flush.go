@@ -169,11 +169,18 @@ func (db *DB) retireLog(log *logFile) {
 	log.setReady(err)
 }
 
+// setBackgroundErrorLocked records err as the reason every later write
+// fails, fails the manual compactions waiting for their turn (nothing
+// starts after it), and returns err.
 func (db *DB) setBackgroundErrorLocked(err error) error {
 	if db.mu.bgErr == nil {
 		db.mu.bgErr = err
 		db.opts.Logger.Error("shale: writes stopped", "err", err)
 	}
+	for _, m := range db.mu.manual {
+		m.done <- db.mu.bgErr
+	}
+	db.mu.manual = nil
 	db.mu.bgCond.Broadcast()
 	return err
 }
