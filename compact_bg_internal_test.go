@@ -378,3 +378,41 @@ func TestMemtableSwitchSyncsInBackground(t *testing.T) {
 		}
 	}
 }
+
+// TestBackgroundErrorFailsWaitingCompact: a Compact waiting for its turn
+// returns the background error that stops the database, rather than wait
+// for a turn that never comes.
+func TestBackgroundErrorFailsWaitingCompact(t *testing.T) {
+	db := reviewMustOpen(t, vfs.NewMem(), nil)
+	if err := db.Put([]byte("k"), []byte("v"), NoSync); err != nil {
+		t.Fatal(err)
+	}
+	db.mu.Lock()
+	busy := &compactionJob{} // a compaction under way: Compact must wait
+	db.mu.compactions = append(db.mu.compactions, busy)
+	db.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- db.Compact(nil, nil) }()
+	for {
+		db.mu.Lock()
+		queued := len(db.mu.manual)
+		db.mu.Unlock()
+		if queued == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	failure := stderrors.New("disk on fire")
+	db.setBackgroundError(failure)
+	select {
+	case err := <-done:
+		if !stderrors.Is(err, failure) {
+			t.Fatalf("Compact = %v, want the background error", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Compact still waits after a background error")
+	}
+	db.mu.Lock()
+	db.mu.compactions = nil
+	db.mu.Unlock()
+}
