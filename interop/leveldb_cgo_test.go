@@ -320,24 +320,10 @@ func TestLevelDBDirectoryOpensInShale(t *testing.T) {
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(31, 31))
 	ldb := openLevelDB(t, dir, leveldbc.Options{CreateIfMissing: true, WriteBufferSize: 64 << 10, MaxFileSize: 1 << 20})
-	// In order: LevelDB puts each flushed table straight into level 2, as
-	// it overlaps nothing.
-	ops := bulkOps(r, keys, 0, keys, true, 0)
-	applyLevelDBOps(t, ldb, ops)
-	// At random over the first quarter, then compacted down to level 2
-	// in its first half: tables in level 1 above those of level 2.
-	more := bulkOps(r, 4000, 0, keys/4, false, 4)
-	applyLevelDBOps(t, ldb, more)
-	if err := ldb.CompactRange(nil, bulkKey(keys/8)); err != nil {
-		t.Fatal(err)
-	}
-	// Two memtables' worth: two level-0 tables (fewer than LevelDB's
-	// trigger of four), then writes left in the WAL.
-	level0 := bulkOps(r, 800, 0, keys/4, false, 4)
+	ops := writeLevelDBLevels(t, ldb, r, keys)
 	tail := tagValues(bulkOps(r, 150, 0, keys/4, false, 3), "leveldb-wal:")
-	applyLevelDBOps(t, ldb, level0)
 	applyLevelDBOps(t, ldb, tail)
-	ops = append(append(append(ops, more...), level0...), tail...)
+	ops = append(ops, tail...)
 	if err := ldb.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +336,7 @@ func TestLevelDBDirectoryOpensInShale(t *testing.T) {
 	probes := probeKeys(ops, keys+1000)
 	checkGets(t, "shale reading LevelDB", shaleGet(db), shale.ErrNotFound, model(ops), probes)
 	sameScan(t, "shale reading LevelDB", scanShale(t, db), sortedModel(model(ops)))
-	more = bulkOps(r, 5000, keys/2, keys+1000, false, 4)
+	more := bulkOps(r, 5000, keys/2, keys+1000, false, 4)
 	applyShaleOps(t, db, more)
 	if err := db.Compact(nil, nil); err != nil {
 		t.Fatal(err)
@@ -370,6 +356,40 @@ func TestLevelDBDirectoryOpensInShale(t *testing.T) {
 	if err := ldb.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// writeLevelDBLevels writes keys keys through LevelDB, and more, so that
+// it leaves a table in level 0, one in level 1, and the rest in level 2,
+// by LevelDB's rules: a flushed memtable goes to level 0 if it overlaps a
+// table there or in level 1, else as deep as level 2 while it overlaps
+// nothing; CompactRange flushes the memtable (waiting for flushes under
+// way), then merges what meets its range level by level down to the
+// deepest level that holds tables.
+func writeLevelDBLevels(t *testing.T, ldb *leveldbc.DB, r *rand.Rand, keys int) []dbOp {
+	t.Helper()
+	var ops []dbOp
+	phase := func(more []dbOp) {
+		applyLevelDBOps(t, ldb, more)
+		ops = append(ops, more...)
+		// Flush the memtable, so that no table mixes two phases: a range
+		// below every key compacts nothing else.
+		if err := ldb.CompactRange([]byte("a"), []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// In order: each flushed table goes straight to level 2.
+	phase(bulkOps(r, keys, 0, keys, true, 0))
+	// At random over the second quarter: level 1 and level 0, moved to
+	// level 2 by the CompactRange below.
+	phase(bulkOps(r, 4000, keys/4, keys/2, false, 4))
+	// About a memtable and a half, at random over the first eighth: a
+	// flush to level 1 (it overlaps nothing in levels 0 and 1), then the
+	// rest to level 0 (it overlaps level 1).
+	phase(bulkOps(r, 420, 0, keys/8, false, 4))
+	if err := ldb.CompactRange(bulkKey(keys/4), bulkKey(keys/2)); err != nil {
+		t.Fatal(err)
+	}
+	return ops
 }
 
 // Writes left only in a WAL move between shale and LevelDB, both ways,

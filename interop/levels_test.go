@@ -38,7 +38,7 @@ func bulkOps(r *rand.Rand, n, lo, hi int, seq bool, delEvery int) []dbOp {
 	var ops []dbOp
 	for i := 0; i < n; {
 		var op dbOp
-		for range 1 + r.IntN(8) {
+		for j := 1 + r.IntN(8); j > 0 && i < n; j-- {
 			k := lo + i%(hi-lo)
 			if !seq {
 				k = lo + r.IntN(hi-lo)
