@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -32,6 +33,9 @@ type Config struct {
 	Exe        string
 	WorkerArgs []string
 	Env        []string
+	// CPUProfiles, if set, is a directory where each timed process writes
+	// a CPU profile, named workload-store-pass.pprof.
+	CPUProfiles string
 	// Progress, if set, receives a line per timed process.
 	Progress io.Writer
 }
@@ -53,7 +57,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		for pass := range cfg.Passes {
 			for _, store := range cfg.Stores {
-				smp, err := d.job(ctx, w, store)
+				smp, err := d.job(ctx, w, store, pass)
 				if err != nil {
 					return nil, err
 				}
@@ -69,7 +73,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 // job runs one store on one workload in a fresh directory: the untimed
 // phase if the workload has one, then the timed one.
-func (d *driver) job(ctx context.Context, w worker.Workload, store string) (Sample, error) {
+func (d *driver) job(ctx context.Context, w worker.Workload, store string, pass int) (Sample, error) {
 	if !kv.Known(store) {
 		return Sample{}, errors.Newf("driver: unknown store %q", store)
 	}
@@ -79,10 +83,14 @@ func (d *driver) job(ctx context.Context, w worker.Workload, store string) (Samp
 	}
 	defer os.RemoveAll(dir)
 	spec := worker.Spec{Store: store, Workload: w.Name, Dir: dir, N: d.cfg.N, Seed: d.cfg.Seed}
+	if d.cfg.CPUProfiles != "" {
+		spec.CPUProfile = filepath.Join(d.cfg.CPUProfiles, fmt.Sprintf("%s-%s-%d.pprof", w.Name, store, pass+1))
+	}
 	switch w.Prepare {
 	case worker.FillRandom:
-		spec.Phase = worker.PhasePrepare
-		_, _, err = d.runWorker(ctx, spec)
+		prep := spec
+		prep.Phase, prep.CPUProfile = worker.PhasePrepare, ""
+		_, _, err = d.runWorker(ctx, prep)
 	case worker.Crash:
 		err = d.crash(ctx, spec)
 	}

@@ -79,6 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, md bool, jsonPath 
 	fs.BoolVar(&md, "markdown", false, "print the report as Markdown")
 	fs.StringVar(&jsonPath, "json", "", "also write every sample as JSON to this file")
 	fs.BoolVar(&quiet, "q", false, "no progress lines on stderr")
+	fs.StringVar(&cfg.CPUProfiles, "cpuprofile", "", "write a CPU profile of each timed process into this directory (workload-store-pass.pprof)")
 	if err = fs.Parse(args); err != nil {
 		return cfg, md, jsonPath, err
 	}
@@ -99,6 +100,11 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, md bool, jsonPath 
 		return cfg, md, jsonPath, err
 	}
 	cfg.WorkerArgs = []string{WorkerCommand}
+	if cfg.CPUProfiles != "" {
+		if err = os.MkdirAll(cfg.CPUProfiles, 0o755); err != nil {
+			return cfg, md, jsonPath, err
+		}
+	}
 	if !quiet {
 		cfg.Progress = stderr
 	}

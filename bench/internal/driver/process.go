@@ -60,7 +60,7 @@ func (d *driver) measure(ctx context.Context, s worker.Spec) (Sample, error) {
 // crash runs the crash phase until the worker says its puts returned, then
 // kills it with SIGKILL.
 func (d *driver) crash(ctx context.Context, s worker.Spec) error {
-	s.Phase = worker.PhaseCrash
+	s.Phase, s.CPUProfile = worker.PhaseCrash, ""
 	cmd := d.command(ctx, s)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb

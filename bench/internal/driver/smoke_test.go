@@ -232,10 +232,10 @@ func applies(t *testing.T, get func(string) (string, string), h string, ok bool,
 // The command: flags select a workload and two stores, -markdown prints
 // Markdown, -json writes every sample, and the workers are this executable.
 func TestMainCommand(t *testing.T) {
-	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	jsonPath, profiles := filepath.Join(t.TempDir(), "r.json"), filepath.Join(t.TempDir(), "prof")
 	var out, errb bytes.Buffer
 	args := []string{"-n", "300", "-passes", "2", "-workloads", "fillseq", "-stores", "goleveldb,shale",
-		"-dir", t.TempDir(), "-markdown", "-json", jsonPath}
+		"-dir", t.TempDir(), "-markdown", "-json", jsonPath, "-cpuprofile", profiles}
 	if code := Main(args, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -244,6 +244,11 @@ func TestMainCommand(t *testing.T) {
 	}
 	if n := strings.Count(errb.String(), "] fillseq pass "); n != 4 {
 		t.Errorf("%d progress lines, want 4:\n%s", n, errb.String())
+	}
+	for _, name := range []string{"fillseq-shale-1", "fillseq-goleveldb-1", "fillseq-shale-2", "fillseq-goleveldb-2"} {
+		if fi, err := os.Stat(filepath.Join(profiles, name+".pprof")); err != nil || fi.Size() == 0 {
+			t.Errorf("profile %s: %v", name, err)
+		}
 	}
 	var r Report
 	b, err := os.ReadFile(jsonPath)

@@ -20,6 +20,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strconv"
 
 	"github.com/cockroachdb/errors"
@@ -58,12 +60,16 @@ type Spec struct {
 	Store, Workload, Phase, Dir string
 	N                           int
 	Seed                        uint64
+	// CPUProfile, if set, is where a run-phase worker writes a CPU profile
+	// of its timed process (Open to Close).
+	CPUProfile string
 }
 
 // Args returns the arguments that make Main run spec.
 func Args(s Spec) []string {
 	return []string{"-store", s.Store, "-workload", s.Workload, "-phase", s.Phase,
-		"-dir", s.Dir, "-n", strconv.Itoa(s.N), "-seed", strconv.FormatUint(s.Seed, 10)}
+		"-dir", s.Dir, "-n", strconv.Itoa(s.N), "-seed", strconv.FormatUint(s.Seed, 10),
+		"-cpuprofile", s.CPUProfile}
 }
 
 // Main parses args (as Args makes them), runs the phase and writes its
@@ -78,6 +84,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&s.Dir, "dir", "", "database directory")
 	fs.IntVar(&s.N, "n", 0, "operations")
 	fs.Uint64Var(&s.Seed, "seed", 1, "random seed")
+	fs.StringVar(&s.CPUProfile, "cpuprofile", "", "write a CPU profile of the run phase to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -106,6 +113,13 @@ func run(s Spec, stdout io.Writer) error {
 	case PhaseCrash:
 		return crash(e, stdout)
 	case PhaseRun:
+		if s.CPUProfile != "" {
+			stop, err := startCPUProfile(s.CPUProfile)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
 		return timed(e, w, stdout)
 	}
 	return errorf("unknown phase %q", s.Phase)
@@ -183,6 +197,20 @@ func timed(e *env, w Workload, stdout io.Writer) error {
 		return err
 	}
 	return bw.Flush()
+}
+
+// startCPUProfile starts profiling into path; stop ends it and closes the
+// file.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func errorf(format string, args ...any) error { return errors.Newf(format, args...) }
