@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/shale-db/shale/internal/ikey"
@@ -262,5 +263,46 @@ func TestFilterNames(t *testing.T) {
 				t.Fatalf("%s: %v", tc.name, err)
 			}
 		}
+	}
+}
+
+// failReaderAt fails every read that covers offset off.
+type failReaderAt struct {
+	b   []byte
+	off int64
+	err error
+}
+
+func (f *failReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if off <= f.off && f.off < off+int64(len(p)) {
+		return 0, f.err
+	}
+	return bytes.NewReader(f.b).ReadAt(p, off)
+}
+
+// TestFilterReadErrorFailsOpen: a filter that cannot be read because of an
+// I/O error is not damage: Open fails with the error, so that it reaches
+// the caller and a later Open tries again, rather than a Reader that
+// silently lacks its filter for as long as it is cached.
+func TestFilterReadErrorFailsOpen(t *testing.T) {
+	model := randomEntries(rand.New(rand.NewSource(8)), 60, 60)
+	b := writeTable(t, model, WriterOptions{BlockSize: 256})
+	l, err := openTable(t, b, ReaderOptions{}).Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	filterOff := int64(-1)
+	for off := range b {
+		if inFilter(l, int64(off)) {
+			filterOff = int64(off)
+			break
+		}
+	}
+	if filterOff < 0 {
+		t.Fatal("the table has no filter block")
+	}
+	r, err := Open(&failReaderAt{b: b, off: filterOff, err: syscall.EIO}, int64(len(b)), ReaderOptions{FileName: "000042.ldb"})
+	if !errors.Is(err, syscall.EIO) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open with the filter unreadable = %v, %v; want an error matching EIO, not ErrCorrupt", r, err)
 	}
 }

@@ -58,9 +58,11 @@ type metaEntry struct {
 }
 
 // Open reads the footer, metaindex, filter and index blocks of the table
-// of size bytes in r. A damaged table gives an error matching ErrCorrupt;
-// the filter is used only if the metaindex names FilterMetaKey (filters
-// under the old name are ignored). Open does not take ownership of r.
+// of size bytes in r. A damaged table gives an error matching ErrCorrupt,
+// but for a damaged filter block, which is dropped (FilterErr says why);
+// an error reading r fails Open whatever the block. The filter is used
+// only if the metaindex names FilterMetaKey (filters under the old name
+// are ignored). Open does not take ownership of r.
 func Open(r io.ReaderAt, size int64, opts ReaderOptions) (*Reader, error) {
 	return open(r, size, opts, true)
 }
@@ -112,13 +114,18 @@ func (t *Reader) readMetaIndex() error {
 		if string(it.key) != FilterMetaKey {
 			continue
 		}
-		// A filter that cannot be read is dropped, as LevelDB drops it:
-		// the table still answers every read, only without the shortcut.
+		// A damaged filter is dropped, as LevelDB drops it: the table
+		// still answers every read, only without the shortcut. An I/O
+		// error is not damage: it fails Open, so that the caller hears of
+		// it and a later Open reads the filter again.
 		if n == 0 {
 			t.filterErr = t.corrupt(int64(h.Offset), "metaindex: bad filter block handle")
 			continue
 		}
 		fb, err := t.readBlock(bh)
+		if err != nil && !errors.Is(err, ErrCorrupt) {
+			return err
+		}
 		if err != nil {
 			t.filterErr = err
 			continue
