@@ -204,6 +204,60 @@ func TestGoleveldbAndShaleCompactEachOthersLevels(t *testing.T) {
 	const keys = 20000
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(20, 20))
+	ops := writeGoleveldbLevels(t, dir, r, keys)
+	gtables := diskTables(t, dir)
+	requireLevels(t, "goleveldb's directory", gtables, 2, 2)
+
+	ops = shaleCompactsUpperHalf(t, dir, r, keys, ops)
+	stables := diskTables(t, dir)
+	requireShaleTables(t, stables, tableNums(gtables))
+
+	probes := probeKeys(ops, keys+1000)
+	gdb, err := leveldb.OpenFile(dir, &opt.Options{ErrorIfMissing: true, WriteBuffer: 64 << 10})
+	if err != nil {
+		t.Fatalf("goleveldb cannot open the directory shale compacted: %v", err)
+	}
+	checkGets(t, "goleveldb reading shale's compaction", goleveldbGet(gdb), leveldb.ErrNotFound, model(ops), probes)
+	sameScan(t, "goleveldb reading shale's compaction", scanGoleveldb(t, gdb), sortedModel(model(ops)))
+	more := bulkOps(r, 3000, 0, keys+1000, false, 4)
+	applyGoleveldbOps(t, gdb, more)
+	ops = append(ops, more...)
+	if err := gdb.CompactRange(util.Range{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := gdb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if kept := countKept(diskTables(t, dir), stables); kept == len(stables) {
+		t.Fatalf("goleveldb's CompactRange rewrote none of shale's %d tables", len(stables))
+	}
+
+	db, err := shale.Open(dir, &shale.Options{WriteBufferSize: 64 << 10})
+	if err != nil {
+		t.Fatalf("shale cannot reopen after goleveldb compacted: %v", err)
+	}
+	checkGets(t, "shale reading goleveldb's compaction", shaleGet(db), shale.ErrNotFound, model(ops), probes)
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	sameScan(t, "shale after compacting everything", scanShale(t, db), sortedModel(model(ops)))
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gdb, err = leveldb.OpenFile(dir, &opt.Options{ErrorIfMissing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gdb.Close()
+	sameScan(t, "goleveldb last", scanGoleveldb(t, gdb), sortedModel(model(ops)))
+	checkGets(t, "goleveldb last", goleveldbGet(gdb), leveldb.ErrNotFound, model(ops), probes)
+}
+
+// writeGoleveldbLevels writes keys keys in order through goleveldb, then
+// overwrites and deletes at random in the first quarter, and leaves the
+// last writes in the WAL.
+func writeGoleveldbLevels(t *testing.T, dir string, r *rand.Rand, keys int) []dbOp {
+	t.Helper()
 	// Level targets of 320 KiB, 3.2 MiB, 32 MiB..., so that a few MiB
 	// reach level 2.
 	gopts := &opt.Options{WriteBuffer: 64 << 10, CompactionTableSize: 128 << 10, CompactionTotalSize: 32 << 10}
@@ -220,9 +274,14 @@ func TestGoleveldbAndShaleCompactEachOthersLevels(t *testing.T) {
 	if err := gdb.Close(); err != nil {
 		t.Fatal(err)
 	}
-	gtables := diskTables(t, dir)
-	requireLevels(t, "goleveldb's directory", gtables, 2, 2)
+	return ops
+}
 
+// shaleCompactsUpperHalf opens dir in shale, reads every key of ops, then
+// writes and compacts in the upper half, and leaves writes in its WAL. It
+// returns ops with shale's writes.
+func shaleCompactsUpperHalf(t *testing.T, dir string, r *rand.Rand, keys int, ops []dbOp) []dbOp {
+	t.Helper()
 	db, err := shale.Open(dir, &shale.Options{WriteBufferSize: 64 << 10})
 	if err != nil {
 		t.Fatalf("shale cannot open goleveldb's directory: %v", err)
@@ -246,48 +305,7 @@ func TestGoleveldbAndShaleCompactEachOthersLevels(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	stables := diskTables(t, dir)
-	requireShaleTables(t, stables, tableNums(gtables))
-
-	gdb, err = leveldb.OpenFile(dir, &opt.Options{ErrorIfMissing: true, WriteBuffer: 64 << 10})
-	if err != nil {
-		t.Fatalf("goleveldb cannot open the directory shale compacted: %v", err)
-	}
-	probes = probeKeys(ops, keys+1000)
-	checkGets(t, "goleveldb reading shale's compaction", goleveldbGet(gdb), leveldb.ErrNotFound, model(ops), probes)
-	sameScan(t, "goleveldb reading shale's compaction", scanGoleveldb(t, gdb), sortedModel(model(ops)))
-	more = bulkOps(r, 3000, 0, keys+1000, false, 4)
-	applyGoleveldbOps(t, gdb, more)
-	ops = append(ops, more...)
-	if err := gdb.CompactRange(util.Range{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := gdb.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if kept := countKept(diskTables(t, dir), stables); kept == len(stables) {
-		t.Fatalf("goleveldb's CompactRange rewrote none of shale's %d tables", len(stables))
-	}
-
-	db, err = shale.Open(dir, &shale.Options{WriteBufferSize: 64 << 10})
-	if err != nil {
-		t.Fatalf("shale cannot reopen after goleveldb compacted: %v", err)
-	}
-	checkGets(t, "shale reading goleveldb's compaction", shaleGet(db), shale.ErrNotFound, model(ops), probes)
-	if err := db.Compact(nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	sameScan(t, "shale after compacting everything", scanShale(t, db), sortedModel(model(ops)))
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	gdb, err = leveldb.OpenFile(dir, &opt.Options{ErrorIfMissing: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gdb.Close()
-	sameScan(t, "goleveldb last", scanGoleveldb(t, gdb), sortedModel(model(ops)))
-	checkGets(t, "goleveldb last", goleveldbGet(gdb), leveldb.ErrNotFound, model(ops), probes)
+	return ops
 }
 
 // requireShaleTables fails unless tables holds a table shale wrote (one

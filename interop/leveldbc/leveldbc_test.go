@@ -40,48 +40,14 @@ func TestRoundTrip(t *testing.T) {
 	if err := db.Delete([]byte("k007")); err != nil {
 		t.Fatal(err)
 	}
-	check := func(db *DB) {
-		t.Helper()
-		for key, want := range map[string]string{"k004": "v4", "k006": "", "k099": "v99"} {
-			if v, err := db.Get([]byte(key)); err != nil || string(v) != want {
-				t.Fatalf("Get(%s) = %q, %v; want %q", key, v, err, want)
-			}
-		}
-		for _, key := range []string{"k005", "k007", "k100", ""} {
-			if v, err := db.Get([]byte(key)); !errors.Is(err, ErrNotFound) {
-				t.Fatalf("Get(%q) = %q, %v; want ErrNotFound", key, v, err)
-			}
-		}
-		it := db.NewIterator()
-		var keys []string
-		for ok := it.First(); ok; ok = it.Next() {
-			keys = append(keys, string(it.Key()))
-		}
-		if len(keys) != 98 || keys[5] != "k006" || keys[6] != "k008" {
-			t.Fatalf("forward scan: %d keys, %q", len(keys), keys[:8])
-		}
-		n := 0
-		for ok := it.Last(); ok; ok = it.Prev() {
-			if string(it.Key()) != keys[len(keys)-1-n] {
-				t.Fatalf("backward scan step %d: %q", n, it.Key())
-			}
-			n++
-		}
-		if !it.SeekGE([]byte("k0055")) || !bytes.Equal(it.Key(), []byte("k006")) || len(it.Value()) != 0 {
-			t.Fatalf("SeekGE(k0055): %q=%q", it.Key(), it.Value())
-		}
-		if err := errors.Join(it.Close(), it.Close()); err != nil || n != len(keys) {
-			t.Fatalf("backward scan gave %d keys; Close: %v", n, err)
-		}
-	}
-	check(db)
+	checkRoundTrip(t, db)
 	if err := db.CompactRange(nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if files, ok := db.Property("leveldb.num-files-at-level0"); !ok || files != "0" {
 		t.Fatalf("after CompactRange, level 0 holds %q tables (%v)", files, ok)
 	}
-	check(db)
+	checkRoundTrip(t, db)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -92,9 +58,45 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	check(db)
+	checkRoundTrip(t, db)
 	if _, ok := db.Property("leveldb.no-such-property"); ok {
 		t.Fatal("an unknown property has a value")
+	}
+}
+
+// checkRoundTrip checks what TestRoundTrip wrote: gets, both scans, a seek.
+func checkRoundTrip(t *testing.T, db *DB) {
+	t.Helper()
+	for key, want := range map[string]string{"k004": "v4", "k006": "", "k099": "v99"} {
+		if v, err := db.Get([]byte(key)); err != nil || string(v) != want {
+			t.Fatalf("Get(%s) = %q, %v; want %q", key, v, err, want)
+		}
+	}
+	for _, key := range []string{"k005", "k007", "k100", ""} {
+		if v, err := db.Get([]byte(key)); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Get(%q) = %q, %v; want ErrNotFound", key, v, err)
+		}
+	}
+	it := db.NewIterator()
+	var keys []string
+	for ok := it.First(); ok; ok = it.Next() {
+		keys = append(keys, string(it.Key()))
+	}
+	if len(keys) != 98 || keys[5] != "k006" || keys[6] != "k008" {
+		t.Fatalf("forward scan: %d keys, %q", len(keys), keys[:min(8, len(keys))])
+	}
+	n := 0
+	for ok := it.Last(); ok; ok = it.Prev() {
+		if string(it.Key()) != keys[len(keys)-1-n] {
+			t.Fatalf("backward scan step %d: %q", n, it.Key())
+		}
+		n++
+	}
+	if !it.SeekGE([]byte("k0055")) || !bytes.Equal(it.Key(), []byte("k006")) || len(it.Value()) != 0 {
+		t.Fatalf("SeekGE(k0055): %q=%q", it.Key(), it.Value())
+	}
+	if err := errors.Join(it.Close(), it.Close()); err != nil || n != len(keys) {
+		t.Fatalf("backward scan gave %d keys; Close: %v", n, err)
 	}
 }
 
