@@ -64,6 +64,10 @@ type Call struct {
 	Op   Op
 	Path string // the file or directory the call is on; for a rename or link, the new name
 	Old  string // for a rename or link, the old name; empty otherwise
+	// Handle, for a call on an open file (write, sync, syncdir, read,
+	// close), is the call that opened it: OpCreate (for writing), OpOpen
+	// (for reading) or OpOpenDir. It means nothing for other calls.
+	Handle Op
 	// N is this call's number among the calls of its Op, from 1; Seq its
 	// number among all calls, from 1.
 	N, Seq int
@@ -291,7 +295,7 @@ func (f *FaultFS) openFile(op Op, name string, fn func(string) (File, error)) (F
 	if err != nil {
 		return nil, err
 	}
-	return &faultFile{File: file, fs: f, path: name, dir: op == OpOpenDir}, nil
+	return &faultFile{File: file, fs: f, path: name, opened: op}, nil
 }
 
 // Create is an OpCreate call of the FS underneath.
@@ -363,11 +367,18 @@ type faultFile struct {
 	File
 	fs   *FaultFS
 	path string
-	dir  bool // opened with OpenDir: Sync is OpSyncDir
+	// opened is how the file was opened: OpCreate, OpOpen or OpOpenDir
+	// (whose Sync is OpSyncDir).
+	opened Op
+}
+
+// check counts a call on the file and returns its injected error.
+func (f *faultFile) check(op Op) error {
+	return f.fs.checkCall(Call{Op: op, Path: f.path, Handle: f.opened})
 }
 
 func (f *faultFile) Write(p []byte) (int, error) {
-	if err := f.fs.check(OpWrite, f.path); err != nil {
+	if err := f.check(OpWrite); err != nil {
 		var sw *ShortWriteError
 		if errors.As(err, &sw) {
 			n, werr := f.File.Write(p[:len(p)/2])
@@ -382,14 +393,14 @@ func (f *faultFile) Write(p []byte) (int, error) {
 }
 
 func (f *faultFile) Read(p []byte) (int, error) {
-	if err := f.fs.check(OpRead, f.path); err != nil {
+	if err := f.check(OpRead); err != nil {
 		return 0, pathError(OpRead, f.path, err)
 	}
 	return f.File.Read(p)
 }
 
 func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
-	if err := f.fs.check(OpRead, f.path); err != nil {
+	if err := f.check(OpRead); err != nil {
 		return 0, pathError(OpRead, f.path, err)
 	}
 	return f.File.ReadAt(p, off)
@@ -397,16 +408,19 @@ func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
 
 func (f *faultFile) Sync() error {
 	op := OpSync
-	if f.dir {
+	if f.opened == OpOpenDir {
 		op = OpSyncDir
 	}
-	return f.fs.call(op, f.path, f.File.Sync)
+	if err := f.check(op); err != nil {
+		return pathError(op, f.path, err)
+	}
+	return f.File.Sync()
 }
 
 // Close always closes the file underneath, so that a failed Close leaks
 // nothing; an injected failure is reported after it.
 func (f *faultFile) Close() error {
-	injected := f.fs.check(OpClose, f.path)
+	injected := f.check(OpClose)
 	err := f.File.Close()
 	if injected != nil {
 		return pathError(OpClose, f.path, injected)

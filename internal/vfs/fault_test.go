@@ -197,3 +197,30 @@ func TestFaultFSLink(t *testing.T) {
 		t.Fatalf("last call %v #%d, Count(OpLink) = %d", c, c.N, f.Count(OpLink))
 	}
 }
+
+func TestFaultFSCallsNameTheirHandle(t *testing.T) {
+	var rec Recorder
+	f := NewFault(NewMem(), rec.Inject)
+	w, _ := f.Create("/a")
+	w.Write([]byte("x"))
+	w.Sync()
+	w.Close()
+	r, _ := f.Open("/a")
+	r.ReadAt(make([]byte, 1), 0)
+	r.Close()
+	d, _ := f.OpenDir("/")
+	d.Sync()
+	d.Close()
+	var got []string
+	for _, c := range rec.Calls() {
+		switch c.Op {
+		case OpWrite, OpSync, OpSyncDir, OpRead, OpClose:
+			got = append(got, c.Op.String()+" on "+c.Handle.String())
+		}
+	}
+	want := []string{"write on create", "sync on create", "close on create",
+		"read on open", "close on open", "syncdir on opendir", "close on opendir"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("calls %q, want %q", got, want)
+	}
+}
