@@ -1,7 +1,8 @@
 // Package driver runs the benchmark: every selected workload on every
-// selected store, each in fresh worker processes and a fresh directory, the
-// stores interleaved (A B C A B C ...) over the passes, and reports the
-// median of each figure.
+// selected store, each in fresh worker processes and a fresh directory, and
+// reports the median of each figure over the passes. Each pass runs every
+// workload, and each workload every store in turn, so the stores alternate
+// (A B C, A B C, ...) and the machine's drift hits them alike.
 package driver
 
 import (
@@ -42,7 +43,8 @@ type Config struct {
 
 type driver struct{ cfg Config }
 
-// Run runs the benchmark and returns its report.
+// Run runs the benchmark and returns its report. If a job fails, it stops
+// there and returns the error with a report of the samples taken so far.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.N <= 0 || cfg.Passes <= 0 || len(cfg.Workloads) == 0 || len(cfg.Stores) == 0 {
 		return nil, errors.New("driver: need positive N and Passes, a workload and a store")
@@ -50,16 +52,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	d := &driver{cfg: cfg}
 	r := newReport(cfg)
 	total, done := len(cfg.Workloads)*cfg.Passes*len(cfg.Stores), 0
-	for _, wname := range cfg.Workloads {
-		w, ok := worker.Lookup(wname)
-		if !ok {
-			return nil, errors.Newf("driver: unknown workload %q", wname)
-		}
-		for pass := range cfg.Passes {
+	// Pass by pass, so that a disturbance lasting minutes lands in one pass
+	// of each workload, which the median discards, rather than in every
+	// pass of one workload.
+	for pass := range cfg.Passes {
+		for _, wname := range cfg.Workloads {
+			w, ok := worker.Lookup(wname)
+			if !ok {
+				return nil, errors.Newf("driver: unknown workload %q", wname)
+			}
 			for _, store := range cfg.Stores {
 				smp, err := d.job(ctx, w, store, pass)
 				if err != nil {
-					return nil, err
+					r.summarize()
+					return r, err
 				}
 				r.add(w.Name, store, smp)
 				done++

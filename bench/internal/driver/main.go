@@ -40,14 +40,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	r, err := Run(ctx, cfg)
-	if err == nil && jsonPath != "" {
-		err = writeJSON(jsonPath, r)
-	}
-	if err == nil {
-		if md {
-			err = r.WriteMarkdown(stdout)
-		} else {
-			err = r.WriteText(stdout)
+	if r != nil {
+		// A run that failed part way still shows what it measured.
+		if jerr := writeReport(r, md, jsonPath, stdout); err == nil {
+			err = jerr
 		}
 	}
 	if err != nil {
@@ -55,6 +51,18 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+func writeReport(r *Report, md bool, jsonPath string, stdout io.Writer) error {
+	if jsonPath != "" {
+		if err := writeJSON(jsonPath, r); err != nil {
+			return err
+		}
+	}
+	if md {
+		return r.WriteMarkdown(stdout)
+	}
+	return r.WriteText(stdout)
 }
 
 func parseFlags(args []string, stderr io.Writer) (cfg Config, md bool, jsonPath string, err error) {

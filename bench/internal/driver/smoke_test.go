@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,11 @@ import (
 // shalebench executable does.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == WorkerCommand {
-		os.Exit(worker.Main(os.Args[2:], os.Stdout, os.Stderr))
+		args := os.Args[2:]
+		if w := os.Getenv("SHALEBENCH_TEST_FAIL_WORKLOAD"); w != "" && slices.Contains(args, w) {
+			args = append(args, "-dir", "/dev/null/cannot-exist")
+		}
+		os.Exit(worker.Main(args, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
@@ -266,5 +271,25 @@ func TestMainCommand(t *testing.T) {
 		if code := Main(bad, &out, &errb); code != 2 {
 			t.Errorf("%q: exit %d, want 2", bad, code)
 		}
+	}
+}
+
+// A worker that fails stops the run with an error naming the job, and the
+// report of what was measured so far still comes back.
+func TestRunStopsAtFailedWorker(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{N: 100, Passes: 1, Workloads: []string{"fillseq", "readrandom"}, Stores: []string{"shale"},
+		Dir: t.TempDir(), Exe: exe, WorkerArgs: []string{WorkerCommand}}
+	// The readrandom workers are handed a directory that cannot exist.
+	cfg.Env = append(os.Environ(), "SHALEBENCH_TEST_FAIL_WORKLOAD=readrandom")
+	r, err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "readrandom") {
+		t.Fatalf("err = %v, want one naming readrandom", err)
+	}
+	if r == nil || len(r.Cells["fillseq"]["shale"].Samples) != 1 || len(r.Cells["readrandom"]["shale"].Samples) != 0 {
+		t.Fatalf("partial report %+v", r)
 	}
 }
