@@ -184,8 +184,9 @@ func resolveInputs(v *manifest.Version, inputs []compactInput) ([]*manifest.File
 func (db *DB) mergeInputs(c *compaction.Compaction, files []*manifest.FileMeta) (*compactionOutputs, error) {
 	iters := make([]iterator.Iterator, 0, len(files))
 	for _, f := range files {
-		it, err := db.openTable(f)
+		it, err := db.tables.NewScanIter(f.Num, f.Size)
 		if err != nil {
+			err = tableOpenError(f, err)
 			for _, it := range iters {
 				it.Close()
 			}

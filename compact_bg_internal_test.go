@@ -416,3 +416,55 @@ func TestBackgroundErrorFailsWaitingCompact(t *testing.T) {
 	db.mu.compactions = nil
 	db.mu.Unlock()
 }
+
+// TestObsoleteTablesGoWhenTheLastReaderCloses: tables a compaction
+// replaced while an iterator read them are deleted when it closes, not at
+// some later flush.
+func TestObsoleteTablesGoWhenTheLastReaderCloses(t *testing.T) {
+	mem := vfs.NewMem()
+	db := reviewMustOpen(t, mem, nil)
+	for round := range 3 {
+		for i := range 100 {
+			if err := db.Put(bgKey(i), []byte(fmt.Sprint("v", round)), NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it := db.NewIterator(nil)
+	if !it.First() {
+		t.Fatal(it.Err())
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	tables := func() (onDisk, live int) {
+		names, _ := mem.List(reviewDir)
+		for _, n := range names {
+			if isType(n, filename.Table) {
+				onDisk++
+			}
+		}
+		st, _ := db.Stats()
+		return onDisk, len(st.Tables)
+	}
+	if onDisk, live := tables(); onDisk == live {
+		t.Fatalf("%d tables on disk, %d live, with an iterator on the old ones: want them kept", onDisk, live)
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		onDisk, live := tables()
+		if onDisk == live {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d tables on disk, %d live, after the last iterator on the old ones closed", onDisk, live)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

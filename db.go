@@ -78,6 +78,9 @@ type DB struct {
 		flushing    bool
 		compactions []*compactionJob
 		manual      []*manualCompaction
+		// cleanupPending is set while a cleanup started by cleanupSoon
+		// has not begun.
+		cleanupPending bool
 		// slowdownDebt is the delay writes owe while level 0 is full
 		// (see makeRoomLocked).
 		slowdownDebt time.Duration
@@ -159,6 +162,12 @@ func (db *DB) readOnlyError() error {
 	return ErrReadOnly
 }
 
+func (db *DB) bgErr() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.mu.bgErr
+}
+
 func (db *DB) checkOpen() error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -207,6 +216,9 @@ func (db *DB) Close() error {
 	// queue: every later write sees closed and fails.
 	db.commit.drain()
 	db.bgWG.Wait()
+	if !db.opts.ReadOnly && db.bgErr() == nil {
+		db.deleteObsoleteFiles() // what compactions replaced under open iterators
+	}
 	var err error
 	db.mu.Lock()
 	if db.mu.log != nil {

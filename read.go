@@ -19,10 +19,15 @@ import (
 // readState is what a read needs: the memtables, a referenced version, and
 // the sequence number visible when they were taken.
 type readState struct {
-	mems []*memtable.Memtable // the memtable, then the immutable ones, newest first
+	// mems[:n] are the memtable, then the immutable ones, newest first.
+	mems [1 + maxImmutables]*memtable.Memtable
+	n    int
 	v    *manifest.Version
 	seq  uint64
 }
+
+// memtables returns the memtables to read, newest first.
+func (rs *readState) memtables() []*memtable.Memtable { return rs.mems[:rs.n] }
 
 // latest, as the sequence number of a read, means the one acquire takes.
 const latest = ^uint64(0)
@@ -41,18 +46,43 @@ func (db *DB) acquire() (readState, error) {
 	}
 	db.tableRefs.Add(1)
 	rs := readState{v: db.vs.Current(), seq: db.visibleSeq.Load()}
-	rs.mems = make([]*memtable.Memtable, 0, 1+len(db.mu.imm))
-	rs.mems = append(rs.mems, db.mu.mem)
+	rs.mems[0], rs.n = db.mu.mem, 1
 	for i := len(db.mu.imm) - 1; i >= 0; i-- {
-		rs.mems = append(rs.mems, db.mu.imm[i].mem)
+		rs.mems[rs.n] = db.mu.imm[i].mem
+		rs.n++
 	}
 	return rs, nil
 }
 
-// release gives back what acquire took.
+// release gives back what acquire took. A read that held a version no
+// longer current may have held the last reference to tables a compaction
+// replaced: they are deleted now, not at the next flush.
 func (db *DB) release(rs readState) {
+	stale := !db.vs.IsCurrent(rs.v)
 	rs.v.Unref()
 	db.releaseTables()
+	if stale {
+		db.cleanupSoon()
+	}
+}
+
+// cleanupSoon deletes obsolete files in the background, unless a cleanup
+// is already on its way or the DB is closed or read-only.
+func (db *DB) cleanupSoon() {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.mu.closed || db.opts.ReadOnly || db.mu.cleanupPending {
+		return
+	}
+	db.mu.cleanupPending = true
+	db.bgWG.Add(1)
+	go func() {
+		defer db.bgWG.Done()
+		db.mu.Lock()
+		db.mu.cleanupPending = false
+		db.mu.Unlock()
+		db.deleteObsoleteFiles()
+	}()
 }
 
 // get returns a copy of the newest value of key at or below seq (latest:
@@ -66,7 +96,7 @@ func (db *DB) get(key []byte, seq uint64) ([]byte, error) {
 	if seq == latest {
 		seq = rs.seq
 	}
-	for _, m := range rs.mems {
+	for _, m := range rs.memtables() {
 		if v, found, deleted := m.Get(key, seq); deleted {
 			return nil, ErrNotFound
 		} else if found {
@@ -128,8 +158,8 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 	if o != nil {
 		lower, upper = bytes.Clone(o.LowerBound), bytes.Clone(o.UpperBound)
 	}
-	iters := make([]iterator.Iterator, 0, len(rs.mems)+8)
-	for _, m := range rs.mems {
+	iters := make([]iterator.Iterator, 0, rs.n+8)
+	for _, m := range rs.memtables() {
 		iters = append(iters, m.NewIter())
 	}
 	for _, run := range sortedRuns(rs.v.Overlaps(0, lower, upper)) {

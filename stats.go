@@ -39,7 +39,7 @@ func (db *DB) Stats() (Stats, error) {
 	}
 	defer db.release(rs)
 	s := Stats{LastSequence: rs.seq}
-	for _, m := range rs.mems {
+	for _, m := range rs.memtables() {
 		s.MemtableSize += m.ApproximateSize()
 	}
 	db.mu.Lock()

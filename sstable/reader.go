@@ -228,8 +228,9 @@ func (t *Reader) decodeSnappy(src []byte, off int64) ([]byte, error) {
 	return dst, nil
 }
 
-// dataBlock returns the decoded data block at h, from the cache if it has it.
-func (t *Reader) dataBlock(h BlockHandle) ([]byte, error) {
+// dataBlock returns the decoded data block at h, from the cache if it has
+// it; a block read from the file is added to the cache unless noFill.
+func (t *Reader) dataBlock(h BlockHandle, noFill bool) ([]byte, error) {
 	if b, ok := t.opts.Cache.Get(t.opts.FileNum, h.Offset); ok {
 		return b, nil
 	}
@@ -237,7 +238,9 @@ func (t *Reader) dataBlock(h BlockHandle) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.opts.Cache.Set(t.opts.FileNum, h.Offset, b)
+	if !noFill {
+		t.opts.Cache.Set(t.opts.FileNum, h.Offset, b)
+	}
 	return b, nil
 }
 
@@ -279,7 +282,7 @@ func (t *Reader) Get(ukey []byte, seq uint64) (value []byte, kind ikey.Kind, fou
 		return nil, 0, false, nil
 	}
 	for {
-		b, err := t.dataBlock(h)
+		b, err := t.dataBlock(h, false)
 		if err != nil {
 			return nil, 0, false, err
 		}
@@ -315,6 +318,16 @@ func (t *Reader) Get(ukey []byte, seq uint64) (value []byte, kind ikey.Kind, fou
 // stay open while it is in use.
 func (t *Reader) NewIter() iterator.Iterator {
 	it := &tableIter{t: t}
+	t.indexIter(&it.index)
+	return it
+}
+
+// NewScanIter is NewIter for reading a table once through, as a
+// compaction does: blocks found in the cache are used, but blocks read
+// from the file are not added to it, so that a compaction does not evict
+// the blocks that reads need.
+func (t *Reader) NewScanIter() iterator.Iterator {
+	it := &tableIter{t: t, noFill: true}
 	t.indexIter(&it.index)
 	return it
 }

@@ -7,9 +7,10 @@ import "github.com/shale-db/shale/internal/iterator"
 // blocks are skipped in the direction of travel. Errors are sticky: after
 // one, every positioning call returns false and Err reports it.
 type tableIter struct {
-	t     *Reader
-	index blockIter
-	data  blockIter
+	t      *Reader
+	index  blockIter
+	data   blockIter
+	noFill bool // blocks read are not added to the cache (NewScanIter)
 
 	block    []byte // the decoded data block data iterates over
 	blockOff uint64 // its offset; meaningful when block != nil
@@ -26,7 +27,7 @@ func (it *tableIter) loadBlock() bool {
 		return false
 	}
 	if it.block == nil || it.blockOff != h.Offset {
-		b, err := it.t.dataBlock(h)
+		b, err := it.t.dataBlock(h, it.noFill)
 		if err != nil {
 			it.err = err
 			return false

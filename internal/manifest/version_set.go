@@ -309,6 +309,14 @@ func (vs *VersionSet) Current() *Version {
 	return v
 }
 
+// IsCurrent reports whether v is the current Version. Safe for concurrent
+// use.
+func (vs *VersionSet) IsCurrent(v *Version) bool {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	return vs.mu.current == v
+}
+
 // LiveFiles returns the numbers of the tables in every Version that still
 // has a reference, the current one included. Tables not in it, and not
 // being written by the engine (numbers it allocated since), may be deleted.

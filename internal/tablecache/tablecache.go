@@ -174,6 +174,16 @@ func (c *Cache) NewIter(fileNum uint64, size int64) (iterator.Iterator, error) {
 	return &releasingIter{Iterator: r.NewIter(), release: release}, nil
 }
 
+// NewScanIter is NewIter for a compaction's one pass over the table: the
+// blocks it reads are not added to the block cache.
+func (c *Cache) NewScanIter(fileNum uint64, size int64) (iterator.Iterator, error) {
+	r, release, err := c.Get(fileNum, size)
+	if err != nil {
+		return nil, err
+	}
+	return &releasingIter{Iterator: r.NewScanIter(), release: release}, nil
+}
+
 // Evict drops table fileNum from the cache and its blocks from the block
 // cache; call it when the file is deleted. A reader in use stays open
 // until released (and its blocks are dropped again then).
