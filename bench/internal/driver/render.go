@@ -122,8 +122,8 @@ func found(w worker.Workload, c *Cell) string {
 // heading is the report's first lines.
 func (r *Report) heading() []string {
 	return []string{
-		fmt.Sprintf("shale benchmark: n=%d, %d passes (median reported), seed %d, took %s",
-			r.N, r.Passes, r.Seed, r.Took.Round(time.Second)),
+		fmt.Sprintf("shale benchmark: n=%d, %d passes (median reported), seed %d, run %s, took %s",
+			r.N, r.Passes, r.Seed, r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Took.Round(time.Second)),
 		"machine: " + r.Machine.String(),
 		"stores: " + storeVersions(),
 	}
