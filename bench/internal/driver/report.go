@@ -10,6 +10,9 @@ import (
 )
 
 // Report holds every sample and, per workload and store, their medians.
+//
+// Cells maps workload, then store, to its samples and medians; Workloads
+// and Stores give the order to print them in.
 type Report struct {
 	N         int                         `json:"n"`
 	Passes    int                         `json:"passes"`

@@ -47,11 +47,18 @@ type Batch interface {
 
 // Iter is a forward iterator. Key and Value are valid until the next call.
 type Iter interface {
+	// First moves to the smallest key and reports whether there is one.
 	First() bool
+	// SeekGE moves to the smallest key >= key and reports whether there is
+	// one.
 	SeekGE(key []byte) bool
+	// Next moves to the next key and reports whether there is one.
 	Next() bool
+	// Key is the current key.
 	Key() []byte
+	// Value is the current value.
 	Value() []byte
+	// Close releases the iterator and returns the first error it met.
 	Close() error
 }
 

@@ -23,6 +23,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/bench/internal/gen"
@@ -57,9 +58,11 @@ type Result struct {
 
 // Spec names one worker's job.
 type Spec struct {
-	Store, Workload, Phase, Dir string
-	N                           int
-	Seed                        uint64
+	Store, Workload string // names from kv.Names and Workloads
+	Phase           string // PhasePrepare, PhaseCrash or PhaseRun
+	Dir             string // the database directory
+	N               int    // operations (db_bench's num)
+	Seed            uint64 // of the random keys
 	// CPUProfile, if set, is where a run-phase worker writes a CPU profile
 	// of its timed process (Open to Close).
 	CPUProfile string
@@ -157,7 +160,11 @@ func crash(e *env, stdout io.Writer) error {
 	if f, ok := stdout.(interface{ Sync() error }); ok {
 		_ = f.Sync()
 	}
-	select {} // until SIGKILL
+	for {
+		// Sleeping, not blocking on a channel: the runtime must not take
+		// the stillness for a deadlock and exit before the kill.
+		time.Sleep(time.Hour)
+	}
 }
 
 func timed(e *env, w Workload, stdout io.Writer) error {

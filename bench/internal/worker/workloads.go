@@ -25,9 +25,11 @@ const (
 
 // Workload is one of the benchmark's workloads.
 type Workload struct {
+	// Name is what -workloads and the report call it.
 	Name string
 	// Doc says what the timed process does.
-	Doc     string
+	Doc string
+	// Prepare is the untimed phase before the timed one.
 	Prepare Prepare
 	// Unit names what the throughput counts.
 	Unit string
