@@ -15,9 +15,12 @@ type writer struct {
 	repr  []byte // the batch encoding; nil for a flush request
 	sync  bool
 	flush bool // force a memtable switch; always committed alone
-	done  bool
-	err   error
-	cond  sync.Cond // on commitQueue.mu; signalled when done or leader
+	// fn, if set (with flush), runs alone in the leader's turn instead
+	// of a commit: no write is in flight meanwhile (see exclusive).
+	fn   func() error
+	done bool
+	err  error
+	cond sync.Cond // on commitQueue.mu; signalled when done or leader
 }
 
 // commitQueue implements group commit. Writers queue up; the one at the
@@ -56,8 +59,18 @@ func (q *commitQueue) write(db *DB, b *Batch, sync bool) error {
 // returns the group's result. With flush set (and repr nil) the commit is
 // a memtable switch, alone in its group.
 func (q *commitQueue) enqueue(db *DB, repr []byte, sync, flush bool) error {
+	return q.enqueueWriter(db, repr, sync, flush, nil)
+}
+
+// exclusive waits for the leader's turn and runs fn in it, alone: every
+// write before it has been applied and published, none after it has begun.
+func (q *commitQueue) exclusive(db *DB, fn func() error) error {
+	return q.enqueueWriter(db, nil, false, true, fn)
+}
+
+func (q *commitQueue) enqueueWriter(db *DB, repr []byte, sync, flush bool, fn func() error) error {
 	w := writerPool.Get().(*writer)
-	*w = writer{repr: repr, sync: sync, flush: flush}
+	*w = writer{repr: repr, sync: sync, flush: flush, fn: fn}
 	w.cond.L = &q.mu
 	defer writerPool.Put(w)
 
@@ -146,6 +159,9 @@ func (q *commitQueue) drain() {
 // extended. It runs with no lock held but the leader's turn.
 func (db *DB) commitGroup(group []*writer) ([]*writer, error) {
 	lead := group[0]
+	if lead.fn != nil {
+		return group, lead.fn()
+	}
 	db.mu.Lock()
 	err := db.makeRoomLocked(lead.flush)
 	log, mem := db.mu.log, db.mu.mem
