@@ -164,26 +164,41 @@ func (db *DB) checkNoTables() error {
 	return nil
 }
 
-// finishRecovery makes the replayed writes durable in a table, starts a new
-// WAL, records both in the MANIFEST and retires the replayed logs (a log
-// that had damage is moved to lost/, not deleted).
+// finishRecovery makes the replayed writes durable, starts a new WAL,
+// records both in the MANIFEST and retires the replayed logs (a log that
+// had damage is moved to lost/, not deleted). Replayed writes go to a
+// table, unless they are few (see carryLimit): then they are carried
+// forward into the new WAL and stay in the memtable.
 func (db *DB) finishRecovery(rec *replayResult) error {
 	edit := rec.edit
-	if !rec.mem.Empty() {
+	carry := !rec.mem.Empty() && !rec.carryOff
+	mem := memtable.New()
+	if !rec.mem.Empty() && !carry {
 		meta, err := db.writeTable(rec.mem.NewIter())
 		if err != nil {
 			return err
 		}
 		edit.AddFile(0, meta)
+		rec.tableSeq = rec.lastSeq
+	} else if carry {
+		mem = rec.mem
 	}
 	log, err := db.createLog(db.vs.NewFileNum())
 	if err != nil {
 		return err
 	}
 	db.mu.log = log
+	if carry {
+		if err := db.carryForward(log, rec.carry); err != nil {
+			return err
+		}
+	}
 	edit.SetLogNumber(log.num)
 	edit.SetPrevLogNumber(0)
-	db.vs.SetLastSequence(rec.lastSeq)
+	// The MANIFEST's last sequence stays below the records carried in the
+	// new log (see flushMemtable); the flush of their memtable raises it.
+	edit.SetLastSequence(rec.tableSeq)
+	db.vs.SetLastSequence(rec.tableSeq)
 	err = db.logAndApply(edit)
 	for _, nf := range edit.NewFiles {
 		db.releaseOutputNums(nf.Meta.Num)
@@ -194,7 +209,7 @@ func (db *DB) finishRecovery(rec *replayResult) error {
 	if err := db.retireLogs(rec); err != nil {
 		return err
 	}
-	db.mu.mem = memtable.New()
+	db.mu.mem = mem
 	db.commit.lastSeq = rec.lastSeq
 	db.visibleSeq.Store(rec.lastSeq)
 	return nil

@@ -51,6 +51,34 @@ type replayResult struct {
 	mem     *memtable.Memtable
 	edit    *manifest.VersionEdit // tables written during replay
 	lastSeq uint64
+	// tableSeq is the last sequence number that is in tables: the
+	// MANIFEST's, or that of the last table written during replay.
+	tableSeq uint64
+	// carry holds copies of the records in mem, in log order, while they
+	// total at most carryLimit bytes; carryOff is set once they did not.
+	carry      [][]byte
+	carryBytes int64
+	carryOff   bool
+}
+
+// carryLimit is the most WAL bytes Open carries forward into its new log
+// rather than write a table: well under the write buffer, so that a
+// database reopened for one write at a time does not gain a table per
+// Open, and a full memtable is flushed as usual.
+func (db *DB) carryLimit() int64 { return db.opts.WriteBufferSize / 4 }
+
+// noteCarry keeps a copy of rec for carrying forward, until the records
+// kept pass carryLimit.
+func (db *DB) noteCarry(res *replayResult, rec []byte) {
+	if res.carryOff || db.opts.ReadOnly {
+		return
+	}
+	res.carryBytes += int64(len(rec))
+	if res.carryBytes > db.carryLimit() {
+		res.carry, res.carryOff = nil, true
+		return
+	}
+	res.carry = append(res.carry, slices.Clone(rec))
 }
 
 // replayLogs replays, in order, every WAL that the MANIFEST has not seen.
@@ -62,10 +90,11 @@ func (db *DB) replayLogs() (*replayResult, error) {
 		return nil, err
 	}
 	res := &replayResult{
-		report:  RecoveryReport{Mode: db.opts.Recovery},
-		mem:     memtable.New(),
-		edit:    &manifest.VersionEdit{},
-		lastSeq: db.vs.LastSequence(),
+		report:   RecoveryReport{Mode: db.opts.Recovery},
+		mem:      memtable.New(),
+		edit:     &manifest.VersionEdit{},
+		lastSeq:  db.vs.LastSequence(),
+		tableSeq: db.vs.LastSequence(),
 	}
 	newest, err := db.newestLog(nums)
 	if err != nil {
@@ -204,6 +233,7 @@ func (db *DB) replayRecord(res *replayResult, lr *LogRecovery, rec []byte, off i
 	}
 	lr.Records++
 	res.lastSeq = max(res.lastSeq, seq+uint64(n)-1)
+	db.noteCarry(res, rec)
 	if !db.opts.ReadOnly && res.mem.ApproximateSize() >= db.opts.WriteBufferSize {
 		meta, err := db.writeTable(res.mem.NewIter())
 		if err != nil {
@@ -211,6 +241,8 @@ func (db *DB) replayRecord(res *replayResult, lr *LogRecovery, rec []byte, off i
 		}
 		res.edit.AddFile(0, meta)
 		res.mem = memtable.New()
+		res.tableSeq = res.lastSeq
+		res.carry, res.carryBytes, res.carryOff = nil, 0, false
 	}
 	return false, nil
 }
