@@ -102,7 +102,7 @@ func runFaultCase(t *testing.T, fc faultCase) faultResult {
 		}
 		return err
 	})
-	w := newSweepRun(t, db)
+	w := newSweepRun(db)
 	w.run()
 	ffs.SetInjector(nil)
 	mu.Lock()
@@ -199,7 +199,7 @@ func failAfterOpen(op vfs.Op, n int, err error) func(*vfs.FaultFS) vfs.Injector 
 
 // sweepLimit is how many calls of each kind the CI sweep fails; a full
 // sweep (SHALE_FAULT_SWEEP=full) fails every one.
-const sweepLimit = 12
+const sweepLimit = 20
 
 // TestFaultSweep fails each kind of call at each of its calls in the
 // workload (a sample of them unless SHALE_FAULT_SWEEP=full), one fault per
@@ -323,7 +323,7 @@ func TestSweepChecksCatchLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newSweepRun(t, db)
+	w := newSweepRun(db)
 	w.run()
 	if len(w.problems) > 0 || w.closeErr != nil {
 		t.Fatalf("the workload without faults: %v, Close: %v", w.problems, w.closeErr)
