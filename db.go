@@ -97,6 +97,10 @@ type DB struct {
 	// l0Tables is the current version's level-0 table count, for flow
 	// control on the write path without taking the version.
 	l0Tables atomic.Int32
+	// writeGroups counts commit groups; idleArmed is set while the
+	// idle-flush timer runs (see idleFlush).
+	writeGroups atomic.Uint64
+	idleArmed   atomic.Bool
 	// walBytes counts the batch bytes written to WALs since Open.
 	walBytes atomic.Int64
 	// deleteMu serializes deleteObsoleteFiles.

@@ -36,6 +36,40 @@ const (
 	slowdownQuantum  = 5 * time.Millisecond
 )
 
+// idleFlushDelay is how long writes must have stopped before a memtable
+// holding deletions is flushed anyway. A deletion in the memtable hides
+// data in tables that no compaction can reclaim until the deletion reaches
+// a table: a queue drained, or a Raft log truncated, and then left alone,
+// would otherwise keep its dead data on disk for good.
+const idleFlushDelay = time.Second
+
+// armIdleFlush starts the idle-flush timer unless it is running.
+func (db *DB) armIdleFlush() {
+	if db.idleArmed.CompareAndSwap(false, true) {
+		w := db.writeGroups.Load()
+		time.AfterFunc(idleFlushDelay, func() { db.idleFlush(w) })
+	}
+}
+
+// idleFlush flushes the memtable if it holds deletions and no write came
+// since the timer started with w writes; if writes came, it waits again.
+func (db *DB) idleFlush(w uint64) {
+	if now := db.writeGroups.Load(); now != w {
+		time.AfterFunc(idleFlushDelay, func() { db.idleFlush(now) })
+		return
+	}
+	db.idleArmed.Store(false)
+	db.mu.Lock()
+	closed, mem := db.mu.closed, db.mu.mem
+	db.mu.Unlock()
+	if closed || mem.Deletions() == 0 {
+		return
+	}
+	// A failure is the background error that later writes and Close
+	// report; there is no caller to hand it to.
+	_ = db.Flush()
+}
+
 // Flush writes the memtable to a table now and waits until that table is
 // recorded in the MANIFEST. Flushing an empty memtable does nothing.
 func (db *DB) Flush() error {

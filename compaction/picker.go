@@ -281,12 +281,19 @@ func Pick(lsm LSM, o Options, st State) *Compaction {
 // stays above the output, and merges them into the base level, or into the
 // first level above it that holds some of their keys.
 func pickL0(lsm LSM, o Options, st *State, base int) *Compaction {
+	return pickL0From(lsm, o, st, base, len(lsm.Tables(0))-1)
+}
+
+// pickL0From is pickL0 starting from level-0 table i rather than the
+// oldest. Any start is safe: every table that overlaps the picked ones,
+// older or newer, joins them.
+func pickL0From(lsm LSM, o Options, st *State, base, i int) *Compaction {
 	tables := lsm.Tables(0)
 	if len(tables) == 0 || st.anyBusy(tables) {
 		return nil
 	}
-	oldest := tables[len(tables)-1]
-	lo, hi := oldest.smallestUser(), oldest.largestUser()
+	first := tables[i]
+	lo, hi := first.smallestUser(), first.largestUser()
 	var in []Table
 	for {
 		in = in[:0]
@@ -342,17 +349,27 @@ func pickLevel(lsm LSM, o Options, st *State, level int) *Compaction {
 	return nil
 }
 
-// pickTombstones picks a table of level 1 or deeper whose entries are
-// mostly deletions. In the last level only deletions every reader sees
-// can be dropped, so a table there is picked only when all of its entries
-// are older than the oldest snapshot.
+// pickTombstones picks a table whose entries are mostly deletions: in level
+// 0 (whatever the table count) with the level-0 tables it overlaps, or in
+// a deeper level. In the last level only deletions every reader sees can
+// be dropped, so a table there is picked only when all of its entries are
+// older than the oldest snapshot.
 func pickTombstones(lsm LSM, o Options, st *State, base int) *Compaction {
 	bottom := lsm.NumLevels() - 1
+	for i := range lsm.Tables(0) {
+		if t := &lsm.Tables(0)[i]; denseWithDeletions(t, o) {
+			c := pickL0From(lsm, o, st, base, i)
+			if c != nil && c.Kind == KindDefault {
+				c.Kind = KindTombstone
+			}
+			return c
+		}
+	}
 	for level := max(base, 1); level <= bottom; level++ {
 		tables := lsm.Tables(level)
 		for i := range tables {
 			t := &tables[i]
-			if !t.HasStats || t.Entries == 0 || float64(t.Deletions) < o.TombstoneDensity*float64(t.Entries) {
+			if !denseWithDeletions(t, o) {
 				continue
 			}
 			if level == bottom && t.LargestSeq > st.OldestSnapshot {
@@ -369,6 +386,11 @@ func pickTombstones(lsm LSM, o Options, st *State, base int) *Compaction {
 		}
 	}
 	return nil
+}
+
+// denseWithDeletions reports whether t is known to be mostly deletions.
+func denseWithDeletions(t *Table, o Options) bool {
+	return t.HasStats && t.Entries > 0 && float64(t.Deletions) >= o.TombstoneDensity*float64(t.Entries)
 }
 
 // finish completes a compaction of the tables in of level start into level

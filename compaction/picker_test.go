@@ -503,6 +503,21 @@ func TestPickTombstones(t *testing.T) {
 		tree:     `L6: 30 1000MiB a..m, 31 24MiB n..z dels=90/100 seq=50`,
 		snapshot: 50,
 		want:     "tombstone L6->L6 in=[31] out=[] gp=[] n..z score=0.00 bottommost",
+	}, {
+		// Level 0 below its trigger: a table of deletions (a truncated
+		// log, flushed when writes went idle) goes down with the level-0
+		// tables it overlaps, to meet what it deletes; here it overlaps
+		// nothing in the base level, so it moves.
+		name: "level 0 below its trigger, a table mostly deletions",
+		tree: `L0: 3 1MiB a..c dels=80/100, 2 1MiB x..z
+		       L6: 30 1GiB a..z`,
+		want: "move L0->L4 in=[3] out=[] gp=[] a..c score=0.00",
+	}, {
+		name: "level 0 below its trigger, deletions over the base level",
+		tree: `L0: 3 1MiB a..c dels=80/100, 2 1MiB b..d, 1 1MiB x..z
+		       L4: 20 5MiB a..m
+		       L6: 30 1GiB a..z`,
+		want: "tombstone L0->L4 in=[3 2] out=[20] gp=[] a..m score=0.00",
 	}})
 }
 

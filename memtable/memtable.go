@@ -161,6 +161,7 @@ type Memtable struct {
 	}
 	size atomic.Int64
 	n    atomic.Int64
+	dels atomic.Int64 // entries that are deletions
 }
 
 // New returns an empty Memtable.
@@ -204,9 +205,15 @@ func (m *Memtable) insertLocked(e entry) {
 	if replaced {
 		m.size.Add(-entrySize(&old))
 		m.n.Add(-1)
+		if ikey.Kind(old.trailer&0xff) == ikey.KindDelete {
+			m.dels.Add(-1)
+		}
 	}
 	m.size.Add(entrySize(&e))
 	m.n.Add(1)
+	if ikey.Kind(e.trailer&0xff) == ikey.KindDelete {
+		m.dels.Add(1)
+	}
 }
 
 // Apply inserts every entry of the batch repr (see package batchrepr),
@@ -282,6 +289,10 @@ func (m *Memtable) Len() int { return int(m.n.Load()) }
 
 // Empty reports whether the memtable holds no entries.
 func (m *Memtable) Empty() bool { return m.n.Load() == 0 }
+
+// Deletions returns the number of entries that are deletions. Safe for
+// concurrent use.
+func (m *Memtable) Deletions() int { return int(m.dels.Load()) }
 
 // ApproximateSize returns the memory the entries take: their keys,
 // trailers and values, plus 96 bytes per entry for the tree (the heap
