@@ -41,6 +41,8 @@ type DB struct {
 	// it drops to zero, so that Close never pulls files from under a read.
 	tableRefs atomic.Int32
 	recovery  RecoveryReport
+	// infoLog is the LOG file the default logger writes to, if any.
+	infoLog io.Closer
 
 	// visibleSeq is the sequence number of the newest write that readers
 	// may see: every batch at or below it has been applied whole.
@@ -235,6 +237,7 @@ func (db *DB) Close() error {
 	if db.vs != nil {
 		err = errors.CombineErrors(err, db.vs.Close())
 	}
+	err = errors.CombineErrors(err, db.closeInfoLog())
 	err = errors.CombineErrors(err, db.lock.Close())
 	return err
 }

@@ -15,7 +15,9 @@ import (
 )
 
 // Open opens the database in dir, creating it (and dir) if there is none,
-// unless opts.ReadOnly is set. A nil opts means the defaults.
+// unless opts.ReadOnly or opts.ErrorIfNotExists is set. A nil opts means
+// the defaults. A writable Open refuses a directory that holds any entry a
+// database does not (see checkDir), naming it.
 //
 // Open takes the directory's LOCK (an error matching ErrLocked if another
 // DB holds it), loads the MANIFEST, replays the write-ahead logs it has not
@@ -42,6 +44,7 @@ func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 			db.abandon()
 		}
 	}()
+	db.openInfoLog()
 	if err := db.loadVersions(); err != nil {
 		return nil, err
 	}
@@ -80,6 +83,8 @@ func (db *DB) lockDir() error {
 			}
 			return errors.Wrap(err, "shale: open")
 		}
+	} else if err := db.checkDir(); err != nil {
+		return err
 	} else if err := db.createDir(); err != nil {
 		return err
 	}
@@ -226,6 +231,7 @@ func (db *DB) abandon() {
 	if db.vs != nil {
 		db.vs.Close()
 	}
+	db.closeInfoLog()
 	db.lock.Close()
 }
 
@@ -241,7 +247,8 @@ func (e *lockedError) Error() string {
 }
 func (e *lockedError) Is(target error) bool { return target == ErrLocked }
 
-// noDatabaseError reports a read-only Open of a directory with no database.
+// noDatabaseError reports a read-only Open, or one with ErrorIfNotExists,
+// of a directory with no database.
 type noDatabaseError struct{ dir string }
 
 func (e *noDatabaseError) Error() string        { return "shale: no database in " + e.dir }

@@ -80,6 +80,10 @@ type Options struct {
 	// A directory without a LOCK file (a copy of a database, say) is read
 	// without a lock rather than have one created.
 	ReadOnly bool
+	// ErrorIfNotExists makes Open fail, with an error matching
+	// fs.ErrNotExist, if dir holds no database (no CURRENT), rather than
+	// create one.
+	ErrorIfNotExists bool
 	// Recovery says how Open treats damage in the write-ahead logs.
 	Recovery RecoveryMode
 	// WriteBufferSize is the memtable size, in bytes, above which it is
@@ -107,12 +111,17 @@ type Options struct {
 	// fewer than 4 CPUs, else 2.
 	MaxConcurrentCompactions int
 	// Logger receives what recovery found and background errors. Nil
-	// discards them.
+	// means, for a writable Open, a LOG file in the database directory
+	// (the previous one kept as LOG.old), as LevelDB writes; a read-only
+	// Open with a nil Logger logs nowhere (see DB.Recovery).
 	Logger *slog.Logger
 
 	// disableAutoCompactions, for this package's tests that lay out
 	// levels by hand, leaves compaction to Compact.
 	disableAutoCompactions bool
+	// defaultLogger is set when Logger was nil: a writable Open then
+	// writes LOG.
+	defaultLogger bool
 }
 
 // withDefaults returns a validated copy of o with zero fields filled.
@@ -152,6 +161,7 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+		c.defaultLogger = true
 	}
 	return c, nil
 }

@@ -256,7 +256,10 @@ func (db *DB) retireLogs(rec *replayResult) error {
 	for i := range rec.report.Logs {
 		lr := &rec.report.Logs[i]
 		name := filename.Make(db.dir, filename.Log, lr.FileNum)
-		if !lr.Damaged() {
+		if keep, err := db.keepInLost(lr, name); err != nil || !keep {
+			if err != nil {
+				return err
+			}
 			continue
 		}
 		if !movedAny {
@@ -279,7 +282,7 @@ func (db *DB) retireLogs(rec *replayResult) error {
 		}
 	}
 	for _, lr := range rec.report.Logs {
-		if !lr.Damaged() {
+		if lr.MovedTo == "" {
 			if err := db.fs.Remove(filename.Make(db.dir, filename.Log, lr.FileNum)); err != nil {
 				return errors.Wrap(err, "shale: remove replayed log")
 			}
@@ -287,6 +290,27 @@ func (db *DB) retireLogs(rec *replayResult) error {
 	}
 	db.recovery = rec.report
 	return db.syncDir()
+}
+
+// keepInLost reports whether replayed log lr, named name, goes to lost/
+// rather than being deleted: it had damage, or it is not empty yet holds
+// no valid record, so that it may not be a log of ours at all.
+func (db *DB) keepInLost(lr *LogRecovery, name string) (bool, error) {
+	if lr.Damaged() {
+		return true, nil
+	}
+	if lr.Records > 0 {
+		return false, nil
+	}
+	st, err := db.fs.Stat(name)
+	if err != nil {
+		return false, errors.Wrap(err, "shale: stat log")
+	}
+	if st.Size() == 0 {
+		return false, nil
+	}
+	db.opts.Logger.Warn("shale: log holds no valid record; moved to lost/", "log", lr.FileNum, "bytes", st.Size())
+	return true, nil
 }
 
 // logRecovery logs what recovery found, one line per log with damage.

@@ -1,0 +1,116 @@
+package shale_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shale-db/shale"
+)
+
+// A writable Open refuses a directory that holds anything a database does
+// not, and changes nothing in it.
+func TestOpenRefusesForeignDirectory(t *testing.T) {
+	for _, name := range []string{"notes.txt", "000003.txt", "CURRENT.backup", "subdir"} {
+		dir := t.TempDir()
+		p := filepath.Join(dir, name)
+		var err error
+		if name == "subdir" {
+			err = os.Mkdir(p, 0o755)
+		} else {
+			err = os.WriteFile(p, []byte("mine"), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := shale.Open(dir, nil)
+		if err == nil {
+			db.Close()
+			t.Fatalf("Open of a directory holding %s succeeded", name)
+		}
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error %q does not name %s", err, name)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+			t.Errorf("Open of a foreign directory left %d entries, want the one", len(ents))
+		}
+	}
+}
+
+// The names LevelDB and goleveldb leave beside a database do not make it
+// foreign.
+func TestOpenAcceptsOtherStoresNames(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"CURRENT.bak", "CURRENT.7", "000009.tmp", "LOG", "LOG.old", "000005.dbtmp"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "lost"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db, err := shale.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestErrorIfNotExists(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	opts := &shale.Options{ErrorIfNotExists: true}
+	if _, err := shale.Open(dir, opts); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Open of a missing directory = %v, want fs.ErrNotExist", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the directory was created: %v", err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shale.Open(dir, opts); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Open of an empty directory = %v, want fs.ErrNotExist", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("Open created %d entries", len(ents))
+	}
+	db, err := shale.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = shale.Open(dir, opts)
+	if err != nil {
+		t.Fatalf("Open of an existing database with ErrorIfNotExists: %v", err)
+	}
+	db.Close()
+}
+
+// A file named like a log that holds no valid record is not deleted: it
+// moves to lost/, and the database opens.
+func TestLogWithoutRecordsMovesToLost(t *testing.T) {
+	dir := t.TempDir()
+	db, err := shale.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	junk := []byte("a small file that is not a log\n")
+	if err := os.WriteFile(filepath.Join(dir, "999999.log"), junk, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err = shale.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	got, err := os.ReadFile(filepath.Join(dir, "lost", "999999.log"))
+	if err != nil || string(got) != string(junk) {
+		t.Fatalf("lost/999999.log = %q, %v; want the file's bytes", got, err)
+	}
+}
