@@ -2,8 +2,10 @@ package shale
 
 import (
 	"bytes"
+	"encoding/binary"
 	stderrors "errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 	"time"
@@ -466,5 +468,58 @@ func TestObsoleteTablesGoWhenTheLastReaderCloses(t *testing.T) {
 			t.Fatalf("%d tables on disk, %d live, after the last iterator on the old ones closed", onDisk, live)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestTruncatedLogIsReclaimedWhenIdle is a Raft log's life: entries
+// appended, most deleted from the front, then nothing. The deletions are
+// flushed once writes stop and compacted down onto what they delete, so
+// the space comes back without a manual Compact.
+func TestTruncatedLogIsReclaimedWhenIdle(t *testing.T) {
+	db := reviewMustOpen(t, vfs.NewMem(), &Options{WriteBufferSize: 256 << 10})
+	val := make([]byte, 1000) // random: incompressible, as log entries often are
+	r := rand.New(rand.NewPCG(14, 14))
+	const n = 20000 // ~20 MB
+	for i := range n {
+		for j := 0; j < len(val); j += 8 {
+			binary.LittleEndian.PutUint64(val[j:], r.Uint64())
+		}
+		if err := db.Put(bgKey(i), val, NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitIdle(t, db)
+	var b Batch
+	for i := range n - 500 {
+		b.Delete(bgKey(i))
+		if b.Len() == 1000 {
+			if err := db.Write(&b, NoSync); err != nil {
+				t.Fatal(err)
+			}
+			b.Reset()
+		}
+	}
+	if err := db.Write(&b, NoSync); err != nil {
+		t.Fatal(err)
+	}
+	live := int64(500 * (len(bgKey(0)) + len(val)))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m := db.Metrics()
+		onDisk := tableBytes(db) + m.MemtableBytes
+		if onDisk <= 2*live {
+			t.Logf("live %d bytes; tables and memtable %d bytes\n%s", live, onDisk, m)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after the writes stopped, tables and memtable hold %d bytes for %d live\n%s", onDisk, live, m)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := db.Get(bgKey(0)); !stderrors.Is(err, ErrNotFound) {
+		t.Fatalf("deleted key: %v", err)
+	}
+	if v, err := db.Get(bgKey(n - 1)); err != nil || !bytes.Equal(v, val) {
+		t.Fatalf("live key: %.10q, %v", v, err)
 	}
 }
