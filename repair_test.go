@@ -1,0 +1,348 @@
+package shale_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/sstable"
+)
+
+// repairFixture is a closed database with tables on several levels and a
+// live WAL, and the model of what it holds.
+type repairFixture struct {
+	dir     string
+	model   map[string]string   // key -> newest value; absent: deleted or never written
+	history map[string][]string // every value a key has had, oldest first
+	walKeys map[string]bool     // keys written to the live WAL last
+}
+
+var repairOpts = shale.Options{
+	WriteBufferSize: 32 << 10, BlockSize: 1 << 10, TargetFileSize: 16 << 10,
+	Compression: shale.NoCompression,
+}
+
+func newRepairFixture(t *testing.T) *repairFixture {
+	t.Helper()
+	fx := &repairFixture{dir: t.TempDir(), model: map[string]string{},
+		history: map[string][]string{}, walKeys: map[string]bool{}}
+	db, err := shale.Open(fx.dir, &repairOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(gen, i int) {
+		k, v := fmt.Sprintf("k%04d", i), fmt.Sprintf("gen%d-%04d-%s", gen, i, strings.Repeat("x", 60))
+		if err := db.Put([]byte(k), []byte(v), shale.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		fx.model[k] = v
+		fx.history[k] = append(fx.history[k], v)
+	}
+	del := func(i int) {
+		k := fmt.Sprintf("k%04d", i)
+		if err := db.Delete([]byte(k), shale.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		delete(fx.model, k)
+	}
+	step := func(f func() error) {
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2000 {
+		put(1, i)
+	}
+	step(func() error { return db.Compact(nil, nil) })
+	for i := 0; i < 1000; i += 2 {
+		put(2, i)
+	}
+	for i := 1; i < 2000; i += 9 {
+		del(i)
+	}
+	step(db.Flush)
+	step(func() error { return db.Compact([]byte("k0000"), []byte("k0400")) })
+	for i := 300; i < 700; i += 3 {
+		put(3, i)
+	}
+	step(db.Flush)
+	for i := 1500; i < 1560; i++ {
+		put(4, i)
+		fx.walKeys[fmt.Sprintf("k%04d", i)] = true
+	}
+	del(1501)
+	m := db.Metrics()
+	levels := 0
+	for _, l := range m.Levels {
+		if l.Tables > 0 {
+			levels++
+		}
+	}
+	if levels < 2 {
+		t.Fatalf("fixture has tables on %d levels, want several:\n%s", levels, m.String())
+	}
+	step(db.Close)
+	return fx
+}
+
+// check opens the repaired database and compares it with the model: keys
+// not in lost match exactly; a key in lost is absent or holds one of its
+// earlier values.
+func (fx *repairFixture) check(t *testing.T, lost map[string]bool) {
+	t.Helper()
+	db, err := shale.Open(fx.dir, nil)
+	if err != nil {
+		t.Fatalf("open after repair: %v", err)
+	}
+	defer db.Close()
+	got := scanPrefix(t, db, "")
+	for k := range fx.history {
+		v, ok := got[k]
+		want, wantOK := fx.model[k]
+		if lost[k] {
+			if ok && !slices.Contains(fx.history[k], v) {
+				t.Errorf("lost key %s holds %q, never one of its values", k, v)
+			}
+			continue
+		}
+		if ok != wantOK || v != want {
+			t.Errorf("key %s: got %q (present %v), want %q (present %v)", k, trim(v), ok, trim(want), wantOK)
+		}
+	}
+	for k := range got {
+		if _, ok := fx.history[k]; !ok {
+			t.Errorf("unexpected key %q", k)
+		}
+	}
+}
+
+func trim(s string) string { return s[:min(len(s), 12)] }
+
+func repairOK(t *testing.T, dir string) shale.RepairReport {
+	t.Helper()
+	rep, err := shale.Repair(dir, nil)
+	if err != nil {
+		t.Fatalf("repair: %v", err)
+	}
+	t.Logf("report:\n%s", rep.String())
+	return rep
+}
+
+// files returns the names in dir with suffix, sorted.
+func files(t *testing.T, dir, suffix string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), suffix) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// checkSecondRepair repairs the repaired directory again: nothing lost,
+// no table rewritten, every key kept.
+func (fx *repairFixture) checkSecondRepair(t *testing.T, lost map[string]bool) {
+	t.Helper()
+	before := files(t, fx.dir, ".ldb")
+	rep := repairOK(t, fx.dir)
+	if rep.Lost() || rep.Rewritten {
+		t.Errorf("second repair: lost %v, rewritten %v", rep.Lost(), rep.Rewritten)
+	}
+	if after := files(t, fx.dir, ".ldb"); !slices.Equal(before, after) {
+		t.Errorf("second repair changed the tables: %v -> %v", before, after)
+	}
+	fx.check(t, lost)
+}
+
+func TestRepairMetadataLoss(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, dir string)
+	}{
+		{"CURRENT deleted", func(t *testing.T, dir string) { rm(t, filepath.Join(dir, "CURRENT")) }},
+		{"MANIFEST deleted", func(t *testing.T, dir string) {
+			for _, m := range files(t, dir, "") {
+				if strings.HasPrefix(m, "MANIFEST-") {
+					rm(t, filepath.Join(dir, m))
+				}
+			}
+		}},
+		{"MANIFEST truncated", func(t *testing.T, dir string) {
+			m := currentManifest(t, dir)
+			st, err := os.Stat(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(m, st.Size()/2); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newRepairFixture(t)
+			tc.damage(t, fx.dir)
+			rep := repairOK(t, fx.dir)
+			if rep.Lost() {
+				t.Errorf("repair reports a loss where none happened")
+			}
+			fx.check(t, nil)
+			fx.checkSecondRepair(t, nil)
+		})
+	}
+}
+
+func rm(t *testing.T, name string) {
+	t.Helper()
+	if err := os.Remove(name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func currentManifest(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "CURRENT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, strings.TrimSpace(string(b)))
+}
+
+// tableKeys returns the user keys of table name, and of its first data
+// block.
+func tableKeys(t *testing.T, name string) (all, first map[string]bool, firstBlock sstable.BlockHandle) {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	r, err := sstable.Open(f, st.Size(), sstable.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, first = map[string]bool{}, map[string]bool{}
+	i := 0
+	_, err = r.Salvage(func(es []sstable.Entry) error {
+		for _, e := range es {
+			k := string(e.Key[:len(e.Key)-8])
+			all[k] = true
+			if i == 0 {
+				first[k] = true
+			}
+		}
+		i++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := r.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all, first, l.Blocks[0].Handle
+}
+
+func TestRepairDamagedBlock(t *testing.T) {
+	fx := newRepairFixture(t)
+	tables := files(t, fx.dir, ".ldb")
+	victim := filepath.Join(fx.dir, tables[len(tables)/2])
+	_, lost, h := tableKeys(t, victim)
+	f, err := os.OpenFile(victim, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("DAMAGE!!"), int64(h.Offset)+int64(h.Length)/2); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	rep := repairOK(t, fx.dir)
+	var found bool
+	for _, tr := range rep.Tables {
+		if tr.Name == filepath.Base(victim) {
+			found = len(tr.Drops) == 1 && tr.Drops[0].Offset == int64(h.Offset) && tr.Entries > 0
+		} else if len(tr.Drops) > 0 || tr.Unreadable {
+			t.Errorf("table %s reported damaged", tr.Name)
+		}
+	}
+	if !found || !rep.Lost() {
+		t.Errorf("report does not name the damaged block of %s at offset %d", victim, h.Offset)
+	}
+	if !slices.Contains(rep.MovedToLost, filepath.Base(victim)) {
+		t.Errorf("damaged table not moved to lost/: %v", rep.MovedToLost)
+	}
+	if _, err := os.Stat(filepath.Join(fx.dir, "lost", filepath.Base(victim))); err != nil {
+		t.Error(err)
+	}
+	fx.check(t, lost)
+	fx.checkSecondRepair(t, lost)
+}
+
+func TestRepairTableDeleted(t *testing.T) {
+	fx := newRepairFixture(t)
+	tables := files(t, fx.dir, ".ldb")
+	victim := filepath.Join(fx.dir, tables[0])
+	lost, _, _ := tableKeys(t, victim)
+	rm(t, victim)
+	rep := repairOK(t, fx.dir)
+	if !slices.Equal(rep.Missing, []string{filepath.Base(victim)}) || !rep.Lost() {
+		t.Errorf("report names missing tables %v, want [%s]", rep.Missing, filepath.Base(victim))
+	}
+	fx.check(t, lost)
+	fx.checkSecondRepair(t, lost)
+}
+
+func TestRepairWALDamaged(t *testing.T) {
+	fx := newRepairFixture(t)
+	logs := files(t, fx.dir, ".log")
+	if len(logs) == 0 {
+		t.Fatal("fixture has no WAL")
+	}
+	victim := filepath.Join(fx.dir, logs[len(logs)-1])
+	f, err := os.OpenFile(victim, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	if _, err := f.WriteAt([]byte("DAMAGE!!"), st.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	rep := repairOK(t, fx.dir)
+	var drops int
+	for _, l := range rep.Logs {
+		if l.Name == filepath.Base(victim) {
+			drops = len(l.Drops)
+		}
+	}
+	if drops == 0 || !rep.Lost() || !slices.Contains(rep.MovedToLost, filepath.Base(victim)) {
+		t.Errorf("report does not name the damage in %s (drops %d, moved %v)", victim, drops, rep.MovedToLost)
+	}
+	lost := fx.walKeys
+	lost["k1501"] = true // its deletion was in the WAL too
+	fx.check(t, lost)
+	fx.checkSecondRepair(t, lost)
+}
+
+func TestRepairRefusesOpenDB(t *testing.T) {
+	dir := t.TempDir()
+	db, err := shale.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := shale.Repair(dir, nil); !errors.Is(err, shale.ErrLocked) {
+		t.Fatalf("Repair of an open database: %v, want ErrLocked", err)
+	}
+}
