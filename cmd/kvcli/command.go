@@ -18,6 +18,8 @@ type env struct {
 	db      string // the database directory: --db or $KVCLI_DB
 	hex     bool   // keys and values in and out are hex
 	escaped bool   // key and value arguments use the output's escapes
+	// recovery is --recovery: skip, point-in-time or strict.
+	recovery string
 }
 
 // command is one kvcli subcommand.
@@ -56,10 +58,10 @@ func lookup(name string) *command {
 // the command name, every global flag is accepted.) A command missing here
 // takes all of them.
 var commandGlobals = map[string][]string{
-	"get": {"db", "hex", "escaped"}, "put": {"db", "hex", "escaped"},
-	"delete": {"db", "hex", "escaped"}, "scan": {"db", "hex", "escaped"},
-	"dump": {"db", "hex", "escaped"}, "load": {"db", "hex"},
-	"stats": {"db", "hex"}, "compact": {"db", "hex", "escaped"}, "check": {"db"},
+	"get": {"db", "hex", "escaped", "recovery"}, "put": {"db", "hex", "escaped", "recovery"},
+	"delete": {"db", "hex", "escaped", "recovery"}, "scan": {"db", "hex", "escaped", "recovery"},
+	"dump": {"db", "hex", "escaped", "recovery"}, "load": {"db", "hex", "recovery"},
+	"stats": {"db", "hex", "recovery"}, "compact": {"db", "hex", "escaped", "recovery"}, "check": {"db"},
 	"wal": {"db", "hex"}, "sst": {"db", "hex"}, "manifest": {"db"},
 	"crashtest": {"db"}, "crashtest-writer": {"db"}, "help": {},
 }
@@ -69,7 +71,7 @@ func globalsOf(name string) []string {
 	if g, ok := commandGlobals[name]; ok {
 		return g
 	}
-	return []string{"db", "hex", "escaped"}
+	return []string{"db", "hex", "escaped", "recovery"}
 }
 
 // newFlagSet returns the flag set of the command named name, carrying the
@@ -84,6 +86,8 @@ func (e *env) newFlagSet(name string) *flag.FlagSet {
 			fs.StringVar(&e.db, "db", e.db, "the database directory `DIR` (default $KVCLI_DB)")
 		case "hex":
 			fs.BoolVar(&e.hex, "hex", e.hex, "keys and values, in arguments and output, are hex")
+		case "recovery":
+			fs.StringVar(&e.recovery, "recovery", e.recovery, "what Open does with a damaged log: `skip`, point-in-time or strict (see kvcli help recovery)")
 		case "escaped":
 			fs.BoolVar(&e.escaped, "escaped", e.escaped, "key and value arguments use kvcli's escapes (see kvcli help escaping)")
 		}

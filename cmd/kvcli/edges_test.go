@@ -133,11 +133,11 @@ func commandFlags(t *testing.T, name string) []string {
 // after its name.
 func TestCommandHelpListsItsFlags(t *testing.T) {
 	for name, want := range map[string]string{
-		"get":       "db escaped hex raw",
-		"put":       "db escaped hex",
-		"load":      "batch db hex json",
+		"get":       "db escaped hex raw recovery",
+		"put":       "db escaped hex recovery",
+		"load":      "batch db hex json recovery",
 		"check":     "db",
-		"stats":     "db hex",
+		"stats":     "db hex recovery",
 		"wal":       "db full hex",
 		"sst":       "db full hex no-entries",
 		"manifest":  "db",

@@ -9,8 +9,8 @@ import (
 
 var helpCmd = &command{
 	name:    "help",
-	args:    "[COMMAND|escaping]",
-	summary: "this help, a command's help, or the escaping rules",
+	args:    "[COMMAND|escaping|recovery]",
+	summary: "this help, a command's help, the escaping rules, or recovery from damaged logs",
 	run:     runHelp,
 }
 
@@ -23,8 +23,12 @@ func runHelp(e *env, c *command, args []string) error {
 	if len(rest) == 0 {
 		return writeHelp(e.stdout, nil)
 	}
-	if rest[0] == "escaping" {
+	switch rest[0] {
+	case "escaping":
 		_, err := e.stdout.WriteString(escapingHelp)
+		return err
+	case "recovery":
+		_, err := e.stdout.WriteString(recoveryHelp)
 		return err
 	}
 	sub := lookup(rest[0])
@@ -37,7 +41,7 @@ func runHelp(e *env, c *command, args []string) error {
 const helpHeader = `kvcli uses, inspects and tortures a shale database (or a LevelDB or
 goleveldb one: the files are the same).
 
-Usage: kvcli [--db DIR] [--hex | --escaped] COMMAND [flags] [ARGS]
+Usage: kvcli [--db DIR] [--hex | --escaped] [--recovery MODE] COMMAND [flags] [ARGS]
        kvcli --version
 
 The database directory is --db DIR, or $KVCLI_DB. The global flags may also
@@ -58,6 +62,9 @@ Global flags:
   --escaped    key and value arguments are written in kvcli's escaped form
                (as scan prints them); without it, arguments are taken as is
                (--hex and --escaped exclude each other)
+  --recovery MODE
+               what opening a database does with a damaged log: skip
+               (default), point-in-time or strict; "kvcli help recovery"
   --version    print kvcli's module version and the Go release that built it
 A command's help ("kvcli help COMMAND") lists the global flags it uses.
 

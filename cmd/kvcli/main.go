@@ -34,7 +34,7 @@ func main() {
 // stdout is buffered and flushed before run returns.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := bufio.NewWriterSize(stdout, 64<<10)
-	e := &env{stdin: stdin, stdout: out, stderr: stderr, db: os.Getenv("KVCLI_DB")}
+	e := &env{stdin: stdin, stdout: out, stderr: stderr, db: os.Getenv("KVCLI_DB"), recovery: "skip"}
 	err := e.dispatch(args)
 	if ferr := out.Flush(); err == nil && ferr != nil {
 		err = failure(ferr)

@@ -40,15 +40,23 @@ func (e *env) open(readOnly bool) (*shale.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := shale.Open(dir, &shale.Options{ReadOnly: readOnly, Logger: e.logger()})
+	mode, err := e.recoveryMode()
+	if err != nil {
+		return nil, err
+	}
+	// No Logger: a writable Open logs to the database's LOG file, a
+	// read-only one nowhere; reportRecovery says on stderr, in one line,
+	// whatever recovery dropped.
+	db, err := shale.Open(dir, &shale.Options{ReadOnly: readOnly, Recovery: mode})
 	if err != nil {
 		return nil, failure(err)
 	}
+	e.reportRecovery(db, readOnly)
 	return db, nil
 }
 
-// logger reports what recovery dropped (warnings and worse) on stderr, so
-// that damage met by any command is seen.
+// logger reports warnings and worse on stderr, for crashtest's writer
+// child, whose stderr the parent shows when a cycle fails.
 func (e *env) logger() *slog.Logger {
 	h := slog.NewTextHandler(e.stderr, &slog.HandlerOptions{
 		Level: slog.LevelWarn,
