@@ -217,6 +217,12 @@ func (ck *checker) summary() error {
 	files := strings.Join(ck.order, ", ")
 	found := plural(problems, "problem") + " in " + plural(len(ck.order), "file")
 	fmt.Fprintf(ck.w, "check: %s checked, %s: %s\n", plural(ck.files, "file"), found, files)
+	for _, name := range ck.order {
+		if !strings.HasSuffix(name, ".log") { // Open skips damaged WAL records, not this
+			fmt.Fprintf(ck.w, "check: Open cannot get past damage to %s: 'kvcli --db %s repair' salvages what can be read (see 'kvcli help repair')\n", name, ck.dir)
+			break
+		}
+	}
 	return failuref("check: %s: %s (%s)", ck.dir, found, files)
 }
 
