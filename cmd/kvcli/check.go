@@ -29,9 +29,12 @@ write-ahead log, and the batch in every record.
 Prints one line per file ("ok: FILE: ..."), one line per piece of damage
 ("damage: FILE: REASON at offset N"), notes about what is normal (a torn
 tail at the end of the newest log: a write cut short by a crash), and a
-summary. Exit status 3 if anything is damaged, 0 if all is well. It takes
-the database's lock shared, as read-only opens do, so it fails at once
-while a writer has the database open; it changes nothing on disk.`,
+summary. Exit status 3 if anything is damaged, 0 if all that is live is
+intact. A table the MANIFEST does not name is not part of the database (a
+flush or compaction was writing it when the process stopped): it is
+noted, not checked, and the next write Open deletes it. check takes the
+database's lock shared, as read-only opens do, so it fails at once while
+a writer has the database open; it changes nothing on disk.`,
 	run: runCheck,
 }
 
@@ -66,11 +69,15 @@ func runCheck(e *env, c *command, args []string) error {
 }
 
 // lockShared takes the database's lock shared, as a read-only Open does,
-// without creating anything: a directory without CURRENT is no database.
+// without creating anything. A directory without CURRENT cannot be
+// checked: CURRENT names the MANIFEST, which names the live files.
 func lockShared(dir string) (func(), error) {
 	if _, err := os.Stat(filename.Make(dir, filename.Current, 0)); err != nil {
+		if _, derr := os.Stat(dir); errors.Is(derr, fs.ErrNotExist) {
+			return nil, failuref("no database in %s: the directory does not exist", dir)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, failuref("no database in %s", dir)
+			return nil, failuref("CURRENT is missing in %s: it names the MANIFEST, which names the live files, so there is nothing to check against", dir)
 		}
 		return nil, failure(err)
 	}

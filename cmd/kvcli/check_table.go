@@ -40,9 +40,16 @@ func (ck *checker) checkTables(names []string, nums []uint64, vs *versionState) 
 	for _, num := range nums {
 		var meta *liveTable
 		if vs != nil {
-			if t, ok := vs.tables[num]; ok {
-				meta = &t
+			t, ok := vs.tables[num]
+			if !ok {
+				// Not part of the database: a table a flush or compaction
+				// was writing when the process stopped (or one replaced
+				// and not yet deleted). Whatever it holds is not damage.
+				ck.note(onDisk[num], "not in the MANIFEST: left over by an interrupted flush or compaction "+
+					"(or replaced by one); not part of the database, deleted at the next write Open")
+				continue
 			}
+			meta = &t
 		}
 		ck.checkTable(onDisk[num], meta, vs)
 	}
@@ -78,11 +85,9 @@ func (ck *checker) checkTable(name string, meta *liveTable, vs *versionState) {
 	if ok {
 		ck.checkEntries(name, t, meta, vs)
 	}
-	state := "not in the MANIFEST: obsolete, to be deleted"
+	state := "MANIFEST unreadable"
 	if meta != nil {
 		state = "L" + strconv.Itoa(meta.level)
-	} else if vs == nil {
-		state = "MANIFEST unreadable"
 	}
 	ck.ok(name, "%d blocks, checksums ok (%s)", blocks, state)
 }
