@@ -1,7 +1,5 @@
 package shale
 
-import "github.com/cockroachdb/errors"
-
 // carryForward writes the records replayed at Open into log, the new WAL,
 // and syncs it. createLog made its directory entry durable, so once this
 // returns the records survive a power loss in the new log alone, and the
@@ -13,8 +11,5 @@ func (db *DB) carryForward(log *logFile, records [][]byte) error {
 			return err
 		}
 	}
-	if err := log.f.Sync(); err != nil {
-		return errors.Wrapf(err, "shale: sync log %06d", log.num)
-	}
-	return nil
+	return log.sync()
 }
