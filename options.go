@@ -92,8 +92,11 @@ type Options struct {
 	// CacheSize is the capacity of the block cache in bytes. Default
 	// DefaultCacheSize.
 	CacheSize int64
-	// MaxOpenFiles bounds the table files kept open. Default
-	// DefaultMaxOpenFiles.
+	// MaxOpenFiles bounds the table files kept open, by reads and
+	// compactions alike: an iterator over more tables than this reopens
+	// files rather than hold more open. Default: on Unix, half the
+	// process's soft limit on open files (RLIMIT_NOFILE) and at most
+	// DefaultMaxOpenFiles; elsewhere DefaultMaxOpenFiles.
 	MaxOpenFiles int
 	// BlockSize is the approximate size of a table's data blocks before
 	// compression. Default DefaultBlockSize.
@@ -151,7 +154,7 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	setDefault(&c.WriteBufferSize, DefaultWriteBufferSize)
 	setDefault(&c.CacheSize, DefaultCacheSize)
-	setDefault(&c.MaxOpenFiles, DefaultMaxOpenFiles)
+	setDefault(&c.MaxOpenFiles, defaultMaxOpenFiles())
 	setDefault(&c.BlockSize, DefaultBlockSize)
 	setDefault(&c.BloomBitsPerKey, DefaultBloomBitsPerKey)
 	setDefault(&c.TargetFileSize, DefaultTargetFileSize)
@@ -164,6 +167,13 @@ func (o *Options) withDefaults() (Options, error) {
 		c.defaultLogger = true
 	}
 	return c, nil
+}
+
+// maxOpenFilesFor returns the default MaxOpenFiles under a soft limit of
+// limit open files: half of it, at most DefaultMaxOpenFiles (the
+// minimum of 16 applies after).
+func maxOpenFilesFor(limit uint64) int {
+	return int(min(limit/2, DefaultMaxOpenFiles))
 }
 
 func setDefault[T int | int64](p *T, def T) {

@@ -7,9 +7,12 @@
 // Close releases the table; Evict drops a table that is being deleted, and
 // its blocks from the block cache.
 //
-// The bound is on the tables the cache holds. A table evicted (by the bound
-// or by Evict) while in use stays open until its last user releases it, so
-// for a moment more than maxOpen files can be open.
+// The bound is on the tables the cache holds, and so on the files open: a
+// table the bound evicts while in use has its file closed at once, and its
+// users read on through a file opened for each read (see tableFile), so an
+// iterator over more tables than the bound does not need more files. A
+// table Evict drops (it is being deleted) stays open until its last user
+// releases it.
 //
 // A Cache is safe for concurrent use. Concurrent Gets of one table that is
 // not open share a single open.
@@ -63,7 +66,7 @@ type table struct {
 
 	ready  chan struct{}
 	reader *sstable.Reader
-	file   vfs.File
+	file   *tableFile
 	err    error
 }
 
@@ -130,18 +133,42 @@ func (c *Cache) acquire(fileNum uint64) (t *table, loader bool, err error) {
 	}
 	c.pushFront(t)
 	t.refs++
+	var inUse []*table
 	for len(c.mu.tables) > c.maxOpen {
-		evicted = append(evicted, c.dropLocked(c.mu.lru.prev))
+		v := c.mu.lru.prev
+		if c.dropLocked(v) != nil {
+			evicted = append(evicted, v)
+		} else {
+			inUse = append(inUse, v)
+		}
 	}
 	c.mu.Unlock()
 	for _, v := range evicted {
 		c.closeTable(v)
 	}
+	for _, v := range inUse {
+		closeFileInUse(v)
+	}
 	return t, loader, nil
 }
 
+// closeFileInUse closes the file of a table evicted while in use, so that
+// the bound holds however many tables are in use; its users read on
+// through files opened for each read (see tableFile). A table still being
+// opened is left alone: its loader's file is then open until released.
+func closeFileInUse(t *table) {
+	select {
+	case <-t.ready:
+	default:
+		return
+	}
+	if t.file != nil {
+		_ = t.file.Close()
+	}
+}
+
 // open opens the file of table fileNum and reads its footer and index.
-func (c *Cache) open(fileNum uint64, size int64) (*sstable.Reader, vfs.File, error) {
+func (c *Cache) open(fileNum uint64, size int64) (*sstable.Reader, *tableFile, error) {
 	name := filename.Make(c.dir, filename.Table, fileNum)
 	f, err := c.fs.Open(name)
 	if errors.Is(err, os.ErrNotExist) {
@@ -154,14 +181,15 @@ func (c *Cache) open(fileNum uint64, size int64) (*sstable.Reader, vfs.File, err
 	if err != nil {
 		return nil, nil, errors.Wrapf(err, "tablecache: open table %06d", fileNum)
 	}
-	r, err := sstable.Open(f, size, sstable.ReaderOptions{
+	tf := &tableFile{fs: c.fs, name: name, f: f}
+	r, err := sstable.Open(tf, size, sstable.ReaderOptions{
 		FileName: filepath.Base(name), FileNum: fileNum, Cache: c.blockCache,
 	})
 	if err != nil {
 		_ = f.Close() // the open error is the one that matters
 		return nil, nil, err
 	}
-	return r, f, nil
+	return r, tf, nil
 }
 
 // NewIter returns an iterator over table fileNum (see Get); its Close

@@ -141,11 +141,15 @@ func TestBoundAndInUse(t *testing.T) {
 		}
 		rel()
 	}
-	// Table 1 left the cache when table 3 came in, but is still in use.
-	if fs.open.Load() != 3 {
-		t.Fatalf("%d files open, want 3 (two cached, one in use)", fs.open.Load())
+	// Table 1 left the cache when table 3 came in: its file is closed
+	// although it is in use, and its reads open the file for each read.
+	if fs.open.Load() != 2 {
+		t.Fatalf("%d files open, want 2 (the bound; table 1 in use but evicted)", fs.open.Load())
 	}
 	checkGet(t, r1, 1, 150)
+	if fs.opens.Load() != 4 || fs.open.Load() != 2 {
+		t.Fatalf("after a read of the evicted table: opens %d, open %d; want 4 and 2", fs.opens.Load(), fs.open.Load())
+	}
 	rel1()
 	if fs.open.Load() != 2 {
 		t.Fatalf("%d files open after release, want 2", fs.open.Load())
@@ -156,10 +160,53 @@ func TestBoundAndInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	rel()
-	if fs.opens.Load() != 4 || fs.open.Load() != 2 {
-		t.Fatalf("opens %d, open %d; want 4 and 2", fs.opens.Load(), fs.open.Load())
+	if fs.opens.Load() != 5 || fs.open.Load() != 2 {
+		t.Fatalf("opens %d, open %d; want 5 and 2", fs.opens.Load(), fs.open.Load())
 	}
 	c.Close()
+}
+
+// An iterator over more tables than the bound (a scan of a level 0 that
+// an older version left long) never needs more files than the bound.
+func TestIteratorsOverMoreTablesThanTheBound(t *testing.T) {
+	const n, bound = 40, 8
+	fs, sizes := setup(t, n)
+	c := New(fs, dir, nil, bound)
+	defer c.Close()
+	var iters []interface {
+		First() bool
+		Next() bool
+		Close() error
+	}
+	for num := uint64(1); num <= n; num++ {
+		it, err := c.NewIter(num, sizes[num])
+		if err != nil {
+			t.Fatal(err)
+		}
+		iters = append(iters, it)
+	}
+	most := fs.open.Load()
+	for _, it := range iters {
+		if !it.First() {
+			t.Fatal("empty table")
+		}
+	}
+	for range 199 { // every block of every table, all iterators open
+		for _, it := range iters {
+			if !it.Next() {
+				t.Fatal("table ended early")
+			}
+			most = max(most, fs.open.Load())
+		}
+	}
+	if most > bound {
+		t.Fatalf("%d files open at once for %d iterators, over the bound of %d", most, n, bound)
+	}
+	for _, it := range iters {
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestSSTNameAndErrors(t *testing.T) {
