@@ -55,10 +55,25 @@ func (db *DB) prepareDest(destDir string) error {
 	if filepath.Clean(destDir) == filepath.Clean(db.dir) {
 		return errors.Newf("shale: checkpoint: %s is the database itself", destDir)
 	}
+	// The directories MkdirAll creates are durable once each one's
+	// parent is synced, from the deepest that existed down.
+	dirs := []string{filepath.Clean(destDir)}
+	for d := dirs[0]; ; {
+		p := filepath.Dir(d)
+		if _, err := db.fs.Stat(d); err == nil || p == d {
+			break
+		}
+		dirs, d = append(dirs, p), p
+	}
 	if err := db.fs.MkdirAll(destDir, 0o755); err != nil {
 		return errors.Wrap(err, "shale: checkpoint: create directory")
 	}
-	return db.syncDirPath(filepath.Dir(filepath.Clean(destDir)))
+	for _, d := range dirs[1:] {
+		if err := db.syncDirPath(d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // cut is the state a checkpoint copies: a version (referenced, so that its
