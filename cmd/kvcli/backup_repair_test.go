@@ -114,4 +114,12 @@ func TestCheckSuggestsRepair(t *testing.T) {
 	if n := len(contents(t, dir)); n < 500 {
 		t.Errorf("after repair %d keys, want most of 550", n)
 	}
+	if err := os.Remove(filepath.Join(dir, "CURRENT")); err != nil {
+		t.Fatal(err)
+	}
+	want2(t, 3, "repair", "--db", dir, "check")
+	ok(t, "", "--db", dir, "repair")
+	if n := len(contents(t, dir)); n < 500 {
+		t.Errorf("after repair %d keys, want most of 550", n)
+	}
 }

@@ -77,7 +77,7 @@ func lockShared(dir string) (func(), error) {
 			return nil, failuref("no database in %s: the directory does not exist", dir)
 		}
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, failuref("CURRENT is missing in %s: it names the MANIFEST, which names the live files, so there is nothing to check against", dir)
+			return nil, failuref("CURRENT is missing in %s: it names the MANIFEST, which names the live files, so there is nothing to check against ('kvcli --db %s repair' rebuilds the MANIFEST from the tables and logs)", dir, dir)
 		}
 		return nil, failure(err)
 	}
