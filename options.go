@@ -59,7 +59,9 @@ const (
 	NoCompression
 )
 
-// Default sizes, used when the corresponding Options field is zero.
+// Default sizes, used when the corresponding Options field is zero
+// (DefaultMaxOpenFiles is, on Unix, a ceiling under the process's file
+// limit: see Options.MaxOpenFiles).
 const (
 	DefaultWriteBufferSize = 4 << 20
 	DefaultCacheSize       = 8 << 20

@@ -49,7 +49,8 @@ follow the command name, and a command's flags may follow its arguments
 ("kvcli get KEY --raw"); after "--", everything is an argument, even what
 begins with "-" ("kvcli put -- -k -v"). Read commands (get, scan, dump,
 stats, check, and the wal, sst and manifest dumps) change nothing on disk,
-and fail on a directory that holds no database; put and load create one.
+and fail on a directory that holds no database; put and load create one,
+but not in a directory holding files a database does not have.
 The dumps take a FILE without a directory part inside --db.
 
 Commands:
