@@ -113,6 +113,10 @@ func (db *DB) takeCut() (*cut, error) {
 	c := new(cut)
 	take := func() error {
 		db.mu.Lock()
+		if db.mu.closed {
+			db.mu.Unlock()
+			return ErrClosed
+		}
 		if err := db.mu.bgErr; err != nil {
 			db.mu.Unlock()
 			return err

@@ -52,7 +52,6 @@ type repairer struct {
 	lastSeq uint64 // the largest sequence number seen
 	intact  []*manifest.FileMeta
 	inputs  []*manifest.FileMeta // tables to merge: intact, rewritten, from logs
-	made    []*manifest.FileMeta // tables this repair wrote (removed if merged)
 	lost    []string             // names to move to lost/
 	remove  []string             // names to delete once the MANIFEST is durable
 }
@@ -98,6 +97,9 @@ func (r *repairer) run() error {
 		case filename.Manifest:
 			manifests = append(manifests, name)
 		}
+	}
+	if len(tables)+len(logs)+len(manifests) == 0 {
+		return errors.Newf("no tables, logs or MANIFEST in %s: nothing to repair", r.dir)
 	}
 	r.next = max(r.next, 2)
 	r.noteMissing(tables)

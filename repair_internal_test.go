@@ -103,3 +103,19 @@ func TestRepairUnreadableTable(t *testing.T) {
 		t.Errorf("unreadable table not in lost/: %v", err)
 	}
 }
+
+// TestRepairRefusesEmptyDir: a directory with nothing of a database is
+// not turned into one.
+func TestRepairRefusesEmptyDir(t *testing.T) {
+	fsys := vfs.NewMem()
+	if err := fsys.MkdirAll("/empty", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o, _ := (*Options)(nil).withDefaults()
+	if _, err := repair("/empty", o, fsys); err == nil {
+		t.Fatal("Repair of an empty directory succeeded")
+	}
+	if _, err := fsys.Stat("/empty/CURRENT"); err == nil {
+		t.Fatal("Repair of an empty directory wrote CURRENT")
+	}
+}

@@ -57,7 +57,6 @@ func (t *repairTable) finish() (*manifest.FileMeta, error) {
 		t.r.fs.Remove(filename.Make(t.r.dir, filename.Table, t.num))
 		return nil, err
 	}
-	t.r.made = append(t.r.made, meta)
 	return meta, nil
 }
 
