@@ -74,7 +74,15 @@ func (db *DB) startManualLocked(m *manualCompaction) {
 	inputs := pickRange(v, m.start, m.end)
 	v.Unref() // the inputs stay live in the current version until the edit
 	if len(inputs) == 0 {
-		m.done <- nil
+		// Nothing to merge, but an automatic compaction that just ended
+		// may still be deleting its inputs: Compact returns once they are
+		// gone, as after a compaction of its own.
+		db.bgWG.Add(1)
+		go func() {
+			defer db.bgWG.Done()
+			db.deleteObsoleteFiles()
+			m.done <- nil
+		}()
 		return
 	}
 	c := &compaction.Compaction{Kind: compaction.KindManual, OutputLevel: manifest.NumLevels - 1, Bottommost: true}

@@ -45,6 +45,13 @@ func (f *slowFile) ReadAt(p []byte, off int64) (int, error) {
 	return f.File.ReadAt(p, off)
 }
 
+// manualRunning reports whether a manual compaction is under way.
+func manualRunning(db *DB) bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return len(db.mu.compactions) > 0 && db.mu.compactions[0].manual != nil
+}
+
 func bgKey(i int) []byte { return []byte(fmt.Sprintf("key%07d", i)) }
 
 // waitIdle waits until no flush or compaction runs or is due.
@@ -77,9 +84,10 @@ func TestFlushRunsBesideCompaction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	waitIdle(t, db) // the manual compaction starts at once, alone
 	compactDone := make(chan error, 1)
 	go func() { compactDone <- db.Compact(nil, nil) }()
-	for db.Metrics().Compactions.Manual == 0 && db.Metrics().CompactionsRunning == 0 {
+	for !manualRunning(db) {
 		time.Sleep(time.Millisecond)
 	}
 	before := db.Metrics().Flushes
@@ -95,7 +103,7 @@ func TestFlushRunsBesideCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	if m.Compactions.Manual != 0 {
-		t.Fatalf("the compaction ended within the %v of writes; the test needs it longer", writing)
+		t.Fatalf("the compaction ended within the %v of writes; the test needs it longer\n%s", writing, m)
 	}
 	if m.Flushes-before < 3 {
 		t.Fatalf("%d flushes while a compaction ran and ~5 memtables filled; want them flushed beside it\n%s", m.Flushes-before, m)
@@ -126,10 +134,9 @@ func TestCloseInterruptsCompaction(t *testing.T) {
 	// Wait until the compaction has written some output.
 	for {
 		db.mu.Lock()
-		manual := len(db.mu.compactions) > 0 && db.mu.compactions[0].manual != nil
 		outputs := len(db.mu.pendingOutputs)
 		db.mu.Unlock()
-		if manual && outputs > 1 {
+		if manualRunning(db) && outputs > 1 {
 			break
 		}
 		time.Sleep(time.Millisecond)
