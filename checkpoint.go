@@ -23,7 +23,11 @@ import (
 // are synced before Checkpoint returns.
 //
 // destDir is created if missing; an existing non-empty destDir is refused.
-// The copy opens in shale, goleveldb and LevelDB like any database.
+// The copy opens in shale, goleveldb and LevelDB like any database. If
+// Checkpoint fails, what it left in destDir is not a usable copy: remove
+// it. The source is unaffected either way; writes wait for Checkpoint only
+// while it opens the live WALs and reads the current version (at most one
+// MANIFEST write), not while it copies.
 func (db *DB) Checkpoint(destDir string) error {
 	if err := db.checkOpen(); err != nil {
 		return err
