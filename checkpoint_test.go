@@ -138,8 +138,9 @@ func TestCheckpointUnderLoad(t *testing.T) {
 	}
 	stop.Store(true)
 	wg.Wait()
-	if m := db.Metrics(); m.String() == "" {
-		t.Fatal("no metrics")
+	m := db.Metrics()
+	if c := m.Compactions; c.Default+c.Move+c.Tombstone == 0 || m.Flushes < 6 {
+		t.Fatalf("%d flushes, compactions %+v: the checkpoints did not race with background work", m.Flushes, c)
 	}
 	for i, ck := range cks {
 		verifyCheckpoint(t, i, ck.dir, writers, ck.lo, ck.hi)
