@@ -11,8 +11,12 @@ import (
 
 // logFile is the write-ahead log that the memtable's writes go to.
 type logFile struct {
-	num  uint64
-	f    vfs.File
+	num uint64
+	f   vfs.File
+	// app, if not nil, is how w appends to f: through a memory mapping
+	// rather than a write call per commit (see vfs.Appender). Either way
+	// an appended record is in the kernel's page cache.
+	app  vfs.Appender
 	w    *wal.Writer
 	size atomic.Int64 // bytes appended, for metrics
 
@@ -47,7 +51,16 @@ func (db *DB) openLog(num uint64) (*logFile, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "shale: create log")
 	}
-	return &logFile{num: num, f: f, w: wal.NewWriter(f), ready: make(chan struct{})}, nil
+	l := &logFile{num: num, f: f, ready: make(chan struct{})}
+	if l.app, err = vfs.AppendTo(f); err != nil {
+		return nil, errors.CombineErrors(errors.Wrap(err, "shale: create log"), f.Close())
+	}
+	if l.app != nil {
+		l.w = wal.NewWriter(l.app)
+	} else {
+		l.w = wal.NewWriter(f)
+	}
+	return l, nil
 }
 
 // setReady records that the log's predecessors are synced and its entry
@@ -81,10 +94,17 @@ func (l *logFile) sync() error {
 	if err := l.waitReady(); err != nil {
 		return err
 	}
-	if err := l.f.Sync(); err != nil {
+	if err := l.syncData(); err != nil {
 		return errors.Wrapf(err, "shale: sync log %06d", l.num)
 	}
 	return nil
+}
+
+func (l *logFile) syncData() error {
+	if l.app != nil {
+		return l.app.Sync()
+	}
+	return l.f.Sync()
 }
 
 // close flushes, syncs and closes the log. Syncing a retiring log keeps the
@@ -92,6 +112,9 @@ func (l *logFile) sync() error {
 // durable without the earlier log's.
 func (l *logFile) close() error {
 	err := l.w.Flush()
+	if err == nil && l.app != nil {
+		err = l.app.Finish() // the file's length becomes what was appended
+	}
 	if err == nil {
 		err = l.f.Sync()
 	}

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package vfs
+
+func appendTo(File) (Appender, error) { return nil, nil }

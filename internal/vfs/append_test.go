@@ -1,0 +1,108 @@
+package vfs
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// TestAppendToOS appends across several mapping windows in odd-sized
+// pieces, syncing now and then: the file holds exactly what was appended
+// once Finish has cut it, and reads back through the file system.
+func TestAppendToOS(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "000001.log")
+	f, err := OS().Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := AppendTo(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == nil {
+		if runtime.GOOS == "linux" {
+			t.Fatal("no Appender for a new file of the OS file system on Linux")
+		}
+		f.Close()
+		return
+	}
+	var want bytes.Buffer
+	piece := make([]byte, 7919)
+	for i := 0; want.Len() < 5<<19; i++ { // 2.5 MiB: three windows
+		for j := range piece {
+			piece[j] = byte(i + j)
+		}
+		if _, err := a.Write(piece[:1+i%len(piece)]); err != nil {
+			t.Fatal(err)
+		}
+		want.Write(piece[:1+i%len(piece)])
+		if i%97 == 0 {
+			if err := a.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if fi, _ := os.Stat(name); fi.Size() <= int64(want.Len()) {
+		t.Fatalf("before Finish the file is %d bytes for %d appended: want room reserved ahead", fi.Size(), want.Len())
+	}
+	if err := a.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("file holds %d bytes, appended %d; first difference at %d", len(got), want.Len(), firstDiff(got, want.Bytes()))
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// TestAppendToOthers: files of other file systems, directories and files
+// that already hold data get no Appender.
+func TestAppendToOthers(t *testing.T) {
+	m := NewMem()
+	f, _ := m.Create("/a")
+	if a, err := AppendTo(f); a != nil || err != nil {
+		t.Fatalf("AppendTo(MemFS file) = %v, %v; want nil, nil", a, err)
+	}
+	d, err := OS().OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if a, err := AppendTo(d); a != nil || err != nil {
+		t.Fatalf("AppendTo(directory) = %v, %v; want nil, nil", a, err)
+	}
+	if runtime.GOOS != "linux" {
+		return
+	}
+	name := filepath.Join(t.TempDir(), "x")
+	if err := os.WriteFile(name, []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := OS().Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if _, err := AppendTo(g); err == nil {
+		t.Fatal("AppendTo a file that holds data: no error")
+	}
+}
