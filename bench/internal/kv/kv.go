@@ -71,6 +71,10 @@ type Config struct {
 	CacheBytes int64
 }
 
+// Staller is implemented by stores that report how long their flow
+// control delayed or held writes since Open (shale's Metrics.Stalls).
+type Staller interface{ StallSeconds() float64 }
+
 // Names lists the stores in the order the benchmark runs and prints them.
 var Names = []string{"shale", "goleveldb", "pebble", "badger", "bbolt"}
 

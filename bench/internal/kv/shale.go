@@ -44,6 +44,12 @@ func (s shaleStore) NewIter() (Iter, error) { return s.db.NewIterator(nil), nil 
 
 func (s shaleStore) Close() error { return s.db.Close() }
 
+// StallSeconds adds up every kind of write stall since Open.
+func (s shaleStore) StallSeconds() float64 {
+	st := s.db.Metrics().Stalls
+	return (st.Slowdown.Duration + st.MemtableFull.Duration + st.L0Full.Duration).Seconds()
+}
+
 type shaleBatch struct {
 	db *shale.DB
 	b  shale.Batch

@@ -54,6 +54,9 @@ type Result struct {
 	WriteBytes int64         `json:"write_bytes"` // bytes sent toward storage
 	DiskBytes  int64         `json:"disk_bytes"`  // files in the directory after Close
 	Latency    *hist.Summary `json:"latency,omitempty"`
+	// StallSeconds is how long writes were delayed or held by the store's
+	// flow control during the timed span, for stores that say (shale).
+	StallSeconds float64 `json:"stall_seconds,omitempty"`
 }
 
 // Spec names one worker's job.
@@ -178,6 +181,9 @@ func timed(e *env, w Workload, stdout io.Writer) error {
 		}
 	}
 	err = w.run(e)
+	if s, ok := e.db.(kv.Staller); ok && err == nil {
+		e.res.StallSeconds = s.StallSeconds()
+	}
 	if e.db != nil {
 		if cerr := e.db.Close(); err == nil {
 			err = cerr
