@@ -115,7 +115,7 @@ func damageFirstBlock(t *testing.T, dir string) {
 // must return only values the keys really had; the test logs how many keys
 // each keeps, and shale's repaired directory must open in goleveldb with
 // exactly what shale reads. Seen (goleveldb v1.0.1-0.20220721030215): both
-// keep every key when CURRENT or the MANIFEST is lost; on a damaged data
+// keep every key when CURRENT or the MANIFEST is lost or truncated; on a damaged data
 // block goleveldb's Recover fails outright (its rewrite of the table
 // reports keys out of order) while Repair keeps everything outside the
 // block; with a table deleted or a WAL damaged both keep the same keys.
@@ -134,6 +134,18 @@ func TestRepairComparedWithGoleveldbRecover(t *testing.T) {
 			ms, _ := filepath.Glob(filepath.Join(dir, "MANIFEST-*"))
 			for _, m := range ms {
 				os.Remove(m)
+			}
+		}, true, 1},
+		{"MANIFEST truncated", func(t *testing.T, dir string) {
+			ms, _ := filepath.Glob(filepath.Join(dir, "MANIFEST-*"))
+			for _, m := range ms {
+				fi, err := os.Stat(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Truncate(m, fi.Size()/2); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}, true, 1},
 		{"data block damaged", damageFirstBlock, false, 0.99},
