@@ -3,9 +3,6 @@
 package interop
 
 import (
-	"os"
-	"os/exec"
-	"syscall"
 	"testing"
 
 	"github.com/shale-db/shale/interop/leveldbc"
@@ -16,14 +13,7 @@ import (
 // the zeroed space at the end of the killed writer's WAL without calling
 // it damage, as it skips the space its own mmap-based writer once left.
 func TestLevelDBReadsWALOfKilledWriter(t *testing.T) {
-	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), killedWriterEnv+"="+dir)
-	out, err := cmd.CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("writer: %v (want death by SIGKILL): %s", err, out)
-	}
-	db, err := leveldbc.Open(dir, leveldbc.Options{})
+	db, err := leveldbc.Open(killedWriterDir(t), leveldbc.Options{})
 	if err != nil {
 		t.Fatalf("LevelDB opens the killed writer's directory: %v", err)
 	}

@@ -45,13 +45,7 @@ func killedValue(i int) []byte { return []byte(fmt.Sprintf("value-%d", i)) }
 // whose end is reserved space, all zeros. goleveldb, opening the directory
 // first (before shale recovers it), reads every acknowledged write.
 func TestGoleveldbReadsWALOfKilledWriter(t *testing.T) {
-	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), killedWriterEnv+"="+dir)
-	out, err := cmd.CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("writer: %v (want death by SIGKILL): %s", err, out)
-	}
+	dir := killedWriterDir(t)
 	gdb, err := leveldb.OpenFile(dir, &opt.Options{ErrorIfMissing: true})
 	if err != nil {
 		t.Fatalf("goleveldb opens the killed writer's directory: %v", err)
@@ -63,4 +57,19 @@ func TestGoleveldbReadsWALOfKilledWriter(t *testing.T) {
 			t.Fatalf("goleveldb Get(%s) = %q, %v", killedKey(i), v, err)
 		}
 	}
+}
+
+// killedWriterDir runs a shale writer in a child process that kills itself
+// with SIGKILL after killedKeys acknowledged puts, and returns its
+// directory, which no one has recovered yet.
+func killedWriterDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), killedWriterEnv+"="+dir)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("writer: %v (want death by SIGKILL): %s", err, out)
+	}
+	return dir
 }
