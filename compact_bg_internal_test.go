@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shale-db/shale/compaction"
 	"github.com/shale-db/shale/internal/filename"
 	"github.com/shale-db/shale/internal/vfs"
 )
@@ -528,5 +529,32 @@ func TestTruncatedLogIsReclaimedWhenIdle(t *testing.T) {
 	}
 	if v, err := db.Get(bgKey(n - 1)); err != nil || !bytes.Equal(v, val) {
 		t.Fatalf("live key: %.10q, %v", v, err)
+	}
+}
+
+// TestLevelPressure pins the deeper levels' share of the slowdown: none
+// below a score of 1.5 on the levels from the base to the last but one,
+// then 2 µs a write, doubling each half point.
+func TestLevelPressure(t *testing.T) {
+	for _, tc := range []struct {
+		score float64
+		want  int32
+	}{{1.4, 0}, {1.5, 1}, {1.99, 1}, {2.0, 2}, {2.6, 3}, {100, 11}} {
+		s := compaction.Shape{BaseLevel: 5, Scores: []float64{3, 0, 0, 0, 0, tc.score, 0}}
+		if got := levelPressure(s); got != tc.want {
+			t.Errorf("score %.2f: pressure %d, want %d", tc.score, got, tc.want)
+		}
+	}
+	// Level 0's score, levels above the base and the last level do not count.
+	s := compaction.Shape{BaseLevel: 5, Scores: []float64{9, 0, 0, 1e6, 0, 1, 50}}
+	if got := levelPressure(s); got != 0 {
+		t.Errorf("pressure %d from levels that do not count, want 0", got)
+	}
+	db := &DB{}
+	db.levelPressure.Store(2) // 4 µs a write: the first sleep at write 1,250
+	for i := 1; i <= 1250; i++ {
+		if d := db.slowdownLocked(); (d != 0) != (i == 1250) {
+			t.Fatalf("write %d sleeps %v; want the first sleep at write 1250", i, d)
+		}
 	}
 }

@@ -99,6 +99,9 @@ type DB struct {
 	// l0Tables is the current version's level-0 table count, for flow
 	// control on the write path without taking the version.
 	l0Tables atomic.Int32
+	// levelPressure is the deeper levels' share of the write slowdown
+	// (see levelPressure); 0 for none.
+	levelPressure atomic.Int32
 	// writeGroups counts commit groups; idleArmed is set while the
 	// idle-flush timer runs (see idleFlush).
 	writeGroups atomic.Uint64

@@ -26,7 +26,11 @@ const maxImmutables = 2
 // slowdownQuantum, so that a few writes in a thousand wait a few
 // milliseconds each rather than every write waiting for a timer that
 // cannot sleep less than about a millisecond; either way writes slow to
-// the pace of compaction, but this way 99.9% of them never notice. At
+// the pace of compaction, but this way 99.9% of them never notice. A level
+// below level 0 at 1.5 times its target or more slows writes the same way
+// (levelPressure), so that compaction that falls behind on the deeper
+// levels cannot let dead data pile up there: the space the database takes
+// stays near its live data however fast it is written. At
 // l0StopTables a full memtable is not switched (writes wait) until
 // compaction has taken level 0 below it.
 const (
@@ -133,12 +137,16 @@ func (db *DB) makeRoomLocked(force bool) error {
 // slowdownLocked adds this write's delay to the debt and returns the debt
 // if it is due, clearing it; 0 if not.
 func (db *DB) slowdownLocked() time.Duration {
-	l0 := db.l0Tables.Load()
-	if l0 < l0SlowdownTables {
+	shift := int32(-1)
+	if l0 := db.l0Tables.Load(); l0 >= l0SlowdownTables {
+		shift = min(l0-l0SlowdownTables, 10)
+	}
+	shift = max(shift, db.levelPressure.Load()-1)
+	if shift < 0 {
 		db.mu.slowdownDebt = 0
 		return 0
 	}
-	db.mu.slowdownDebt += slowdownStep << min(l0-l0SlowdownTables, 10)
+	db.mu.slowdownDebt += slowdownStep << shift
 	if db.mu.slowdownDebt < slowdownQuantum {
 		return 0
 	}

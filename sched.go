@@ -159,7 +159,23 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit) error {
 func (db *DB) noteVersion() {
 	v := db.vs.Current()
 	db.l0Tables.Store(int32(v.NumFiles(0)))
+	shape := compaction.Measure(newVersionLSM(v), db.pickerOptions())
 	v.Unref()
+	db.levelPressure.Store(levelPressure(shape))
+}
+
+// levelPressure turns the highest score of the levels from the base level
+// to the last but one into the slowdown's doublings, plus one: 0 below a
+// score of 1.5 (no slowdown), then one more doubling per half point.
+func levelPressure(s compaction.Shape) int32 {
+	top := 0.0
+	for level := s.BaseLevel; level < len(s.Scores)-1; level++ {
+		top = max(top, s.Scores[level])
+	}
+	if top < 1.5 {
+		return 0
+	}
+	return int32(min((top-1.5)*2, 10)) + 1
 }
 
 // versionLSM is a manifest.Version as the compaction picker sees it.

@@ -48,11 +48,15 @@ func dirSize(t testing.TB, dir string) int64 {
 // TestSpaceTracksLiveData is issue 10's space bound: keys written once in
 // random order, then four more times with new values, then deleted and
 // compacted; the directory must track the live data. CI runs 100,000 keys
-// with a tenth of the write buffer (bounds 1.5x and 10%);
+// with a tenth of the write buffer and table size (bounds 1.5x and 10%);
 // SHALE_SPACE_KEYS=1000000 runs the full size with the default options
 // (bounds 1.3x and 5%).
 func TestSpaceTracksLiveData(t *testing.T) {
-	keys, opts, maxGrowth, maxLeft := 100_000, &shale.Options{WriteBufferSize: shale.DefaultWriteBufferSize / 10}, 1.5, 0.10
+	keys, maxGrowth, maxLeft := 100_000, 1.5, 0.10
+	opts := &shale.Options{ // the tree of the full size, at a tenth of the scale
+		WriteBufferSize: shale.DefaultWriteBufferSize / 10,
+		TargetFileSize:  shale.DefaultTargetFileSize / 10,
+	}
 	if s := os.Getenv("SHALE_SPACE_KEYS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
