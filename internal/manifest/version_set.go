@@ -27,7 +27,10 @@ type VersionSet struct {
 	readOnly bool
 
 	nextFileNum atomic.Uint64 // the number NewFileNum returns next
-	lastSeq     atomic.Uint64 // the last sequence number the commit path used
+	// current mirrors mu.current for IsCurrent, which reads take on
+	// every release and which must not wait for mu.
+	current atomic.Pointer[Version]
+	lastSeq atomic.Uint64 // the last sequence number the commit path used
 
 	// logMu serializes LogAndApply and Close and guards the fields below.
 	logMu       sync.Mutex
@@ -130,6 +133,7 @@ func (vs *VersionSet) install(v *Version) {
 	vs.mu.Lock()
 	old := vs.mu.current
 	vs.mu.current = v
+	vs.current.Store(v)
 	vs.mu.live[v] = struct{}{}
 	vs.mu.Unlock()
 	if old != nil {
@@ -311,11 +315,7 @@ func (vs *VersionSet) Current() *Version {
 
 // IsCurrent reports whether v is the current Version. Safe for concurrent
 // use.
-func (vs *VersionSet) IsCurrent(v *Version) bool {
-	vs.mu.Lock()
-	defer vs.mu.Unlock()
-	return vs.mu.current == v
-}
+func (vs *VersionSet) IsCurrent(v *Version) bool { return vs.current.Load() == v }
 
 // LiveFiles returns the numbers of the tables in every Version that still
 // has a reference, the current one included. Tables not in it, and not
