@@ -164,8 +164,11 @@ func (db *DB) runCompaction(job *compactionJob) (compactionResult, error) {
 		res.bytesOut += m.Size
 	}
 	res.tablesOut = len(out.metas)
-	err = db.logAndApply(edit)
-	out.release()
+	if err = db.logAndApply(edit); err == nil {
+		// After a failed MANIFEST write the edit may be on disk all the
+		// same: the outputs stay spared from deletion for good.
+		out.release()
+	}
 	return res, err
 }
 

@@ -276,7 +276,10 @@ func (db *DB) flushMemtable(imm *immMemtable) (*manifest.FileMeta, error) {
 	if meta != nil {
 		edit.AddFile(0, meta)
 	}
-	err = db.logAndApply(edit)
-	db.releaseOutputs(meta)
+	if err = db.logAndApply(edit); err == nil {
+		// After a failed MANIFEST write the edit may be on disk all the
+		// same: the table stays spared from deletion for good.
+		db.releaseOutputs(meta)
+	}
 	return meta, err
 }

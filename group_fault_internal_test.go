@@ -131,3 +131,32 @@ func groupPresent(t *testing.T, db *DB, w, i int, where string) int {
 	}
 	return present
 }
+
+// TestFailedManifestSyncKeepsTheTable: a flush whose MANIFEST sync fails
+// may have its edit on disk all the same, so its table must survive any
+// later cleanup in this process; the next Open, which reads that edit,
+// finds the table. (The fault sweep found a cleanup deleting it.)
+func TestFailedManifestSyncKeepsTheTable(t *testing.T) {
+	mem := vfs.NewMem()
+	ffs := vfs.NewFault(mem, nil)
+	db := reviewMustOpen(t, ffs, nil)
+	for i := range 200 {
+		if err := db.Put(reviewKey(i), reviewValue(i), NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ffs.SetInjector(func(c vfs.Call) error {
+		if c.Op == vfs.OpSync && isType(filepath.Base(c.Path), filename.Manifest) {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	if err := db.Flush(); !stderrors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("Flush with a failing MANIFEST sync = %v, want the injected fault", err)
+	}
+	ffs.SetInjector(nil)
+	db.deleteObsoleteFiles() // what any later flush, compaction or read would start
+	db.Close()
+	db2 := reviewMustOpen(t, mem, nil)
+	reviewCheck(t, db2, 200, "reopened after the failed MANIFEST sync")
+}

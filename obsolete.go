@@ -18,7 +18,9 @@ import (
 // then pendingOutputs, then the live versions. A table in the listing was
 // registered as pending before it was created, and leaves pendingOutputs
 // only after its edit made it part of a version, so one of the two reads
-// sees it. Calls are serialized.
+// sees it. A table whose edit failed to reach the MANIFEST never leaves
+// pendingOutputs: the edit may be on disk all the same. Calls are
+// serialized.
 func (db *DB) deleteObsoleteFiles() {
 	db.deleteMu.Lock()
 	defer db.deleteMu.Unlock()

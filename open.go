@@ -204,12 +204,11 @@ func (db *DB) finishRecovery(rec *replayResult) error {
 	// new log (see flushMemtable); the flush of their memtable raises it.
 	edit.SetLastSequence(rec.tableSeq)
 	db.vs.SetLastSequence(rec.tableSeq)
-	err = db.logAndApply(edit)
+	if err = db.logAndApply(edit); err != nil {
+		return err // the new table stays: the edit may be on disk
+	}
 	for _, nf := range edit.NewFiles {
 		db.releaseOutputNums(nf.Meta.Num)
-	}
-	if err != nil {
-		return err
 	}
 	if err := db.retireLogs(rec); err != nil {
 		return err
