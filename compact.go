@@ -138,10 +138,6 @@ func (db *DB) runCompaction(job *compactionJob) (compactionResult, error) {
 	if err != nil {
 		return res, err
 	}
-	for i, in := range job.inputs {
-		res.inputLevels[in.level] += files[i].Size
-		res.bytesIn += files[i].Size
-	}
 	edit := &manifest.VersionEdit{}
 	for i, in := range job.inputs {
 		edit.DeleteFile(in.level, files[i].Num)
@@ -149,11 +145,13 @@ func (db *DB) runCompaction(job *compactionJob) (compactionResult, error) {
 	if c.StartLevel > 0 && c.Kind != compaction.KindManual && len(c.Inputs[0]) > 0 {
 		edit.SetCompactPointer(c.StartLevel, c.Inputs[0][len(c.Inputs[0])-1].Largest)
 	}
-	if c.Kind == compaction.KindMove {
+	if c.Kind == compaction.KindMove { // reads and writes nothing
 		edit.AddFile(c.OutputLevel, files[0])
-		res.bytesIn = 0
-		res.inputLevels = [manifest.NumLevels]int64{}
 		return res, db.logAndApply(edit)
+	}
+	for i, in := range job.inputs {
+		res.inputLevels[in.level] += files[i].Size
+		res.bytesIn += files[i].Size
 	}
 	out, err := db.mergeInputs(c, files)
 	if err != nil {

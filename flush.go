@@ -236,7 +236,6 @@ func (db *DB) flush() {
 	db.mu.Lock()
 	imm := db.mu.imm[0]
 	db.mu.Unlock()
-	start := time.Now()
 	meta, err := db.flushMemtable(imm)
 	db.mu.Lock()
 	db.mu.flushing = false
@@ -245,7 +244,7 @@ func (db *DB) flush() {
 	} else {
 		db.mu.imm = db.mu.imm[1:]
 		db.mu.flushedCount++
-		db.mu.counters.noteFlush(meta, time.Since(start))
+		db.mu.counters.noteFlush(meta)
 		db.mu.bgCond.Broadcast()
 		db.maybeScheduleLocked()
 	}

@@ -107,7 +107,7 @@ type bgCounters struct {
 	levelCompactions      [manifest.NumLevels]int64
 }
 
-func (c *bgCounters) noteFlush(meta *manifest.FileMeta, _ time.Duration) {
+func (c *bgCounters) noteFlush(meta *manifest.FileMeta) {
 	c.flushes++
 	if meta != nil {
 		c.flushBytes += meta.Size
@@ -115,7 +115,7 @@ func (c *bgCounters) noteFlush(meta *manifest.FileMeta, _ time.Duration) {
 	}
 }
 
-func (c *bgCounters) noteCompaction(cc *compaction.Compaction, r compactionResult, _ time.Duration) {
+func (c *bgCounters) noteCompaction(cc *compaction.Compaction, r compactionResult) {
 	c.kinds[cc.Kind]++
 	c.bytesIn += r.bytesIn
 	c.bytesOut += r.bytesOut

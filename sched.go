@@ -1,8 +1,8 @@
 package shale
 
 import (
+	"bytes"
 	"runtime"
-	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/compaction"
@@ -118,7 +118,6 @@ func (db *DB) startLocked(job *compactionJob) {
 // unless Close interrupted it, and the scheduler is asked for more work.
 func (db *DB) runJob(job *compactionJob) {
 	defer db.bgWG.Done()
-	start := time.Now()
 	res, err := db.runCompaction(job)
 	db.mu.Lock()
 	for i, j := range db.mu.compactions {
@@ -129,7 +128,7 @@ func (db *DB) runJob(job *compactionJob) {
 	}
 	switch {
 	case err == nil:
-		db.mu.counters.noteCompaction(job.c, res, time.Since(start))
+		db.mu.counters.noteCompaction(job.c, res)
 	case errors.Is(err, errCompactionCanceled):
 		err = ErrClosed
 	default:
@@ -210,10 +209,10 @@ func tableOf(f *manifest.FileMeta) compaction.Table {
 func userRangeOf(files []*manifest.FileMeta) (lo, hi []byte) {
 	for _, f := range files {
 		s, l := ikey.UserKey(f.Smallest), ikey.UserKey(f.Largest)
-		if lo == nil || string(s) < string(lo) {
+		if lo == nil || bytes.Compare(s, lo) < 0 {
 			lo = s
 		}
-		if hi == nil || string(l) > string(hi) {
+		if hi == nil || bytes.Compare(l, hi) > 0 {
 			hi = l
 		}
 	}
