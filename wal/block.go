@@ -125,13 +125,18 @@ func (b *blockReader) parse(p *phys) {
 		b.spoil(p, physZero, "zeroed space")
 	case binary.LittleEndian.Uint32(h[0:4]) != checksum(h[6:HeaderSize+length]):
 		// The zeros at the end of the block start at zeroFrom, and at the
-		// first sector boundary from there, sector (both log offsets).
+		// first sector boundary from there, sector (log offsets).
 		zeroFrom := p.off + int64(len(bytes.TrimRight(h, "\x00")))
 		sector := (zeroFrom + sectorSize - 1) / sectorSize * sectorSize
+		fragEnd := p.off + int64(HeaderSize+length)
 		b.spoil(p, physDamage, "checksum mismatch")
-		if sector < p.off+int64(HeaderSize+length) && b.restIsZero() {
-			// The log is zero from a sector inside this fragment to its
-			// end: a crash left the file's size on disk before its data.
+		if zeroFrom < fragEnd && b.restIsZero() && (sector < fragEnd || b.off+int64(b.j) > fragEnd) {
+			// The log is zero from inside this fragment to its end, and
+			// the zeros start at a sector or run on past the fragment:
+			// it was never completely written. A crash leaves the first
+			// when the file's size reached the disk before its data; a
+			// kill that stops a copy into a preallocated, memory-mapped
+			// log (shale's writer on Linux) part way leaves the second.
 			p.kind, p.reason = physTorn, "incomplete record"
 			p.span = b.off + int64(b.j) - p.off
 		}

@@ -260,7 +260,8 @@ func TestZeroedTailIsTorn(t *testing.T) {
 
 // TestZeroesBeforeDataAreDamage: zeros inside a record are damage when
 // anything but zeros follows them, when the log does not end in zeros, or
-// when they do not start at a sector boundary.
+// when they do not start at a sector boundary and the log ends with the
+// record.
 func TestZeroesBeforeDataAreDamage(t *testing.T) {
 	first, second := bigString("first", 503), bigString("second", 2000)
 	// Zeros from a sector inside the second record to the end of the
@@ -280,9 +281,29 @@ func TestZeroesBeforeDataAreDamage(t *testing.T) {
 	log = writeLog(t, first, second)
 	clear(log[1024 : len(log)-1])
 	checkDrops(t, log, [][]byte{first}, false, 510, int64(len(log)-510), "checksum mismatch")
-	// Zeros to the end, but none from a sector boundary: what a flipped
-	// bit in a record that ends in zero bytes looks like.
+	// Zeros to the end, but none from a sector boundary and none past the
+	// record: what a flipped bit in a record that ends in zero bytes looks
+	// like.
 	log = writeLog(t, first, second) // 2517 bytes: the last boundary is 2048
 	clear(log[2100:])
 	checkDrops(t, log, [][]byte{first}, false, 510, int64(len(log)-510), "checksum mismatch")
+}
+
+// TestZeroedFromAnyByteIsTorn: a kill that stops a copy into a
+// memory-mapped log part way leaves the last record written up to any
+// byte and zeros after it (the file was preallocated): a torn tail too,
+// wherever the zeros start inside the record.
+func TestZeroedFromAnyByteIsTorn(t *testing.T) {
+	first, second := bigString("first", 503), bigString("second", 2000)
+	for _, zeroAt := range []int{513, 1000, 2100, 2516} {
+		log := writeLog(t, first, second) // 2517 bytes
+		clear(log[zeroAt:])
+		log = append(log, make([]byte, 3*bs)...) // the preallocated rest
+		res := readLog(log, wal.Strict())
+		expectEOF(t, res)
+		equalRecords(t, res.recs, [][]byte{first})
+		if len(res.drops) != 1 || !res.drops[0].TornTail || res.drops[0].Offset != 510 {
+			t.Fatalf("zeros from %d: drops %v; want one torn tail from 510", zeroAt, res.drops)
+		}
+	}
 }

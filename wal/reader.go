@@ -21,14 +21,15 @@ import (
 //
 // The log ending inside a record is a torn tail: Next returns io.EOF and the
 // OnDrop callback receives a Drop with TornTail set. So is a record whose
-// checksum fails where the log is zero from a 512-byte boundary (a sector)
-// inside that record to its end, zero blocks included: what a crash leaves
-// when the file's new size reached the disk and the last sectors of its
-// data did not (XFS, ext4 with data=writeback). Here the reader departs
+// checksum fails where the log is zero from inside that record to its end,
+// zero blocks included, when the zeros start at a 512-byte boundary (a
+// sector) or run on past the record: what a crash leaves when the file's
+// new size reached the disk and the last sectors of its data did not (XFS,
+// ext4 with data=writeback), and what a kill leaves when it stops a copy
+// into a preallocated, memory-mapped log part way. Here the reader departs
 // from LevelDB's, which calls that damage and so fails a strict read of a
 // log that a crash merely cut short. (Damage to the last record of a log
-// whose own bytes are zero from such a boundary on looks the same, and is
-// taken for a torn tail too.) Errors of the
+// that looks the same is taken for a torn tail too.) Errors of the
 // underlying io.Reader are returned, wrapped, and are sticky.
 //
 // Memory use is one block plus the largest record read (a record read with
