@@ -129,14 +129,18 @@ func (b *blockReader) parse(p *phys) {
 		zeroFrom := p.off + int64(len(bytes.TrimRight(h, "\x00")))
 		sector := (zeroFrom + sectorSize - 1) / sectorSize * sectorSize
 		fragEnd := p.off + int64(HeaderSize+length)
+		zeroAfter := allZero(h[HeaderSize+length:])
 		b.spoil(p, physDamage, "checksum mismatch")
-		if zeroFrom < fragEnd && b.restIsZero() && (sector < fragEnd || b.off+int64(b.j) > fragEnd) {
-			// The log is zero from inside this fragment to its end, and
-			// the zeros start at a sector or run on past the fragment:
-			// it was never completely written. A crash leaves the first
-			// when the file's size reached the disk before its data; a
-			// kill that stops a copy into a preallocated, memory-mapped
-			// log (shale's writer on Linux) part way leaves the second.
+		if (zeroAfter || zeroFrom < fragEnd) && b.restIsZero() &&
+			((zeroFrom < fragEnd && sector < fragEnd) || (zeroAfter && b.off+int64(b.j) > fragEnd)) {
+			// The fragment was never completely written: the log is zero
+			// from a sector inside it to its end, what a crash leaves
+			// when the file's size reached the disk before its data; or
+			// the log runs on past it in nothing but zeros, what a kill
+			// leaves when it stops a copy into a preallocated,
+			// memory-mapped log (shale's writer on Linux) part way (the
+			// copy need not go in order, so the fragment may hold zeros
+			// anywhere).
 			p.kind, p.reason = physTorn, "incomplete record"
 			p.span = b.off + int64(b.j) - p.off
 		}
