@@ -29,6 +29,10 @@ type logFile struct {
 	readyErr error
 }
 
+// An Appender must publish fragments whole for recovery to tell a killed
+// writer's last fragment from damage.
+var _ wal.FragmentWriter = vfs.Appender(nil)
+
 // createLog creates WAL number num and makes its directory entry durable,
 // so that a Sync write to it survives a power loss.
 func (db *DB) createLog(num uint64) (*logFile, error) {
@@ -51,11 +55,18 @@ func (db *DB) openLog(num uint64) (*logFile, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "shale: create log")
 	}
-	// Appending through vfs.AppendTo's memory mapping is off: a kill
-	// can stop a copy into the mapping with the end of a record written
-	// and its start not, which recovery cannot yet tell from damage.
 	l := &logFile{num: num, f: f, ready: make(chan struct{})}
-	l.w = wal.NewWriter(f)
+	if l.app, err = vfs.AppendTo(f); err != nil {
+		return nil, errors.CombineErrors(errors.Wrap(err, "shale: create log"), f.Close())
+	}
+	if l.app != nil {
+		// The Appender is a wal.FragmentWriter: a kill leaves the last
+		// fragment whole, or with a zero checksum that recovery reads as
+		// a torn tail.
+		l.w = wal.NewWriter(l.app)
+	} else {
+		l.w = wal.NewWriter(f)
+	}
 	return l, nil
 }
 

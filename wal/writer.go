@@ -20,10 +20,15 @@ import (
 // slice. So a record is copied at most once, and a large one only in its
 // last fragment.
 //
+// If the underlying io.Writer is a FragmentWriter, the Writer buffers
+// nothing: each fragment goes to WriteFragment as it is made, and each zero
+// trailer to Write.
+//
 // Errors are sticky: after the underlying io.Writer fails once, every
 // method returns that error. A Writer is not safe for concurrent use.
 type Writer struct {
 	w   io.Writer
+	fw  FragmentWriter // w, if it is one
 	err error
 
 	// buf[:n] is the current block; buf[done:n] has not yet been written to
@@ -51,6 +56,7 @@ func NewWriter(w io.Writer) *Writer {
 // the zero trailer. A negative size makes every method return an error.
 func NewWriterAt(w io.Writer, size int64) *Writer {
 	wr := &Writer{w: w, buf: new([BlockSize]byte), lastOff: -1}
+	wr.fw, _ = w.(FragmentWriter)
 	if size < 0 {
 		wr.err = errors.Newf("wal: negative log size %d", size)
 		return wr
@@ -85,7 +91,11 @@ func (w *Writer) WriteRecord(p []byte) error {
 		room := BlockSize - w.n - HeaderSize
 		frag := min(len(p), room)
 		last := frag == len(p)
-		if frag == room && frag >= directMin {
+		if w.fw != nil {
+			if !w.handFragment(fragmentType(first, last), p[:frag]) {
+				return w.err
+			}
+		} else if frag == room && frag >= directMin {
 			if !w.writeThrough(fragmentType(first, last), p[:frag]) {
 				return w.err
 			}
@@ -112,6 +122,23 @@ func (w *Writer) appendFragment(t RecordType, payload []byte) {
 	copy(h[HeaderSize:], payload)
 	binary.LittleEndian.PutUint32(h[0:4], checksum(h[6:]))
 	w.n += len(h)
+}
+
+// handFragment gives a fragment, which starts at buf[n], to the
+// FragmentWriter, and marks its bytes written. It reports whether that
+// succeeded.
+func (w *Writer) handFragment(t RecordType, payload []byte) bool {
+	var h [HeaderSize]byte
+	binary.LittleEndian.PutUint32(h[0:4], fragmentChecksum(t, payload))
+	binary.LittleEndian.PutUint16(h[4:6], uint16(len(payload)))
+	h[6] = byte(t)
+	if err := w.fw.WriteFragment(&h, payload); err != nil {
+		w.err = errors.Wrapf(err, "wal: write at offset %d", w.blockOff+int64(w.n))
+		return false
+	}
+	w.n += HeaderSize + len(payload)
+	w.done = w.n
+	return true
 }
 
 // directMin is the smallest payload that writeThrough hands over uncopied:
@@ -203,6 +230,22 @@ func (w *Writer) Buffered() int {
 // to NewWriterAt plus every byte written since, buffered bytes included.
 func (w *Writer) Size() int64 {
 	return w.blockOff + int64(w.n)
+}
+
+// FragmentWriter is an io.Writer that takes a log's fragments one at a time
+// and can make each one appear whole: a Writer over a FragmentWriter hands
+// it every fragment through WriteFragment, in order, and writes only zero
+// trailers through Write. A memory-mapped log is the use: the copy of a
+// fragment into the mapping can be cut short by the process being killed,
+// with its bytes copied in any order.
+type FragmentWriter interface {
+	io.Writer
+	// WriteFragment appends the fragment whose header is h and whose
+	// payload follows it. The checksum, h[0:4], must be stored last, after
+	// the rest of the fragment, and with one store: a kill then leaves the
+	// last fragment either whole or with a zero checksum, which a Reader
+	// takes for a torn tail when the log is zero from there on.
+	WriteFragment(h *[HeaderSize]byte, payload []byte) error
 }
 
 // LastRecordOffset returns the offset in the log of the first header of the

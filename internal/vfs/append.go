@@ -11,10 +11,19 @@ import "io"
 // than what was appended, the rest zeros (LevelDB's log readers skip
 // zeroed space, which LevelDB's own mmap-based writer used to leave).
 //
+// An Appender is also a wal.FragmentWriter (its WriteFragment has that
+// method's signature, spelled out here so that vfs need not import wal): a
+// fragment's bytes go into the mapping first and its 4-byte checksum last,
+// in one store, so a kill leaves the last fragment whole or with a zero
+// checksum, and the file zero after it.
+//
 // An Appender is used by one goroutine at a time; the File it came from
 // must not be written while it is in use.
 type Appender interface {
 	io.Writer
+	// WriteFragment appends the 7-byte header h and then payload, storing
+	// h[0:4] after everything else.
+	WriteFragment(h *[7]byte, payload []byte) error
 	// Sync makes what was appended durable (fdatasync).
 	Sync() error
 	// Finish ends the appends: the mapping is released and the file cut

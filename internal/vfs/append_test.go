@@ -22,7 +22,7 @@ func TestAppendToOS(t *testing.T) {
 		t.Fatal(err)
 	}
 	if a == nil {
-		if runtime.GOOS == "linux" {
+		if mapped {
 			t.Fatal("no Appender for a new file of the OS file system on Linux")
 		}
 		f.Close()
@@ -65,6 +65,9 @@ func TestAppendToOS(t *testing.T) {
 	}
 }
 
+// mapped says whether this platform appends through a memory mapping.
+const mapped = runtime.GOOS == "linux" && (runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64")
+
 func firstDiff(a, b []byte) int {
 	for i := range min(len(a), len(b)) {
 		if a[i] != b[i] {
@@ -90,7 +93,7 @@ func TestAppendToOthers(t *testing.T) {
 	if a, err := AppendTo(d); a != nil || err != nil {
 		t.Fatalf("AppendTo(directory) = %v, %v; want nil, nil", a, err)
 	}
-	if runtime.GOOS != "linux" {
+	if !mapped {
 		return
 	}
 	name := filepath.Join(t.TempDir(), "x")
