@@ -126,7 +126,7 @@ func (a *mappedAppender) move() error {
 	if err := ignoringEINTR(func() error { return syscall.Fallocate(a.fd, 0, start, mapWindow+reserveAfter) }); err != nil {
 		return &os.PathError{Op: "fallocate", Path: a.f.Name(), Err: err}
 	}
-	win, err := syscall.Mmap(a.fd, start, mapWindow, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	win, err := syscall.Mmap(a.fd, start, mapWindow, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED|syscall.MAP_POPULATE)
 	if err != nil {
 		return &os.PathError{Op: "mmap", Path: a.f.Name(), Err: err}
 	}
