@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -203,6 +204,12 @@ func (t *Reader) readRawBlock(h BlockHandle) ([]byte, byte, error) {
 	if err := t.readAt(buf, int64(h.Offset)); err != nil {
 		return nil, 0, err
 	}
+	return t.verifyRaw(h, buf)
+}
+
+// verifyRaw checks the block at h, whose bytes and trailer are buf, against
+// its checksum, and returns the stored bytes and the compression type.
+func (t *Reader) verifyRaw(h BlockHandle, buf []byte) ([]byte, byte, error) {
 	n := int(h.Length)
 	typ := buf[n]
 	stored := binary.LittleEndian.Uint32(buf[n+1:])
@@ -229,19 +236,41 @@ func (t *Reader) decodeSnappy(src []byte, off int64) ([]byte, error) {
 }
 
 // dataBlock returns the decoded data block at h, from the cache if it has
-// it; a block read from the file is added to the cache unless noFill.
-func (t *Reader) dataBlock(h BlockHandle, noFill bool) ([]byte, error) {
+// it; a block read from the file is added to the cache unless noFill or
+// the reading iterator is deep in a long scan (see readahead.longScan). ra,
+// if not nil, is the reading iterator's readahead, which serves blocks
+// read in order from larger reads.
+func (t *Reader) dataBlock(h BlockHandle, noFill bool, ra *readahead) ([]byte, error) {
 	if b, ok := t.opts.Cache.Get(t.opts.FileNum, h.Offset); ok {
 		return b, nil
 	}
-	b, err := t.readBlock(h)
+	var b []byte
+	var err error
+	if raw := ra.block(t, h); raw != nil {
+		b, err = t.decodeRaw(h, raw)
+	} else {
+		b, err = t.readBlock(h)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if !noFill {
+	if !noFill && !ra.longScan() {
 		t.opts.Cache.Set(t.opts.FileNum, h.Offset, b)
 	}
 	return b, nil
+}
+
+// decodeRaw verifies and decodes the block at h from raw, its bytes and
+// trailer, which the caller reuses: the result never aliases raw.
+func (t *Reader) decodeRaw(h BlockHandle, raw []byte) ([]byte, error) {
+	stored, typ, err := t.verifyRaw(h, raw)
+	if err != nil {
+		return nil, err
+	}
+	if typ == blockTypeNone {
+		return bytes.Clone(stored), nil
+	}
+	return t.decodeBlock(stored, typ, int64(h.Offset))
 }
 
 // indexIter returns an iterator over the index block.
@@ -282,7 +311,7 @@ func (t *Reader) Get(ukey []byte, seq uint64) (value []byte, kind ikey.Kind, fou
 		return nil, 0, false, nil
 	}
 	for {
-		b, err := t.dataBlock(h, false)
+		b, err := t.dataBlock(h, false, nil)
 		if err != nil {
 			return nil, 0, false, err
 		}

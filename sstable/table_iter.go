@@ -14,6 +14,7 @@ type tableIter struct {
 
 	block    []byte // the decoded data block data iterates over
 	blockOff uint64 // its offset; meaningful when block != nil
+	ra       readahead
 	err      error
 }
 
@@ -27,7 +28,7 @@ func (it *tableIter) loadBlock() bool {
 		return false
 	}
 	if it.block == nil || it.blockOff != h.Offset {
-		b, err := it.t.dataBlock(h, it.noFill)
+		b, err := it.t.dataBlock(h, it.noFill, &it.ra)
 		if err != nil {
 			it.err = err
 			return false
@@ -179,6 +180,7 @@ func (it *tableIter) Err() error { return it.err }
 
 // Close releases the iterator and returns Err. Calling it twice is safe.
 func (it *tableIter) Close() error {
+	it.ra.release()
 	it.block = nil
 	it.data.data = nil
 	it.data.valid = false

@@ -1,0 +1,90 @@
+package sstable
+
+import "sync"
+
+// readaheadSize is how much of a table one read brings in once an iterator
+// reads blocks in file order: at 4 KiB blocks, one read serves about 60 of
+// them where each would otherwise be a read of its own.
+const readaheadSize = 256 << 10
+
+// readaheadAfter is how many blocks an iterator reads in a row, each
+// starting where the one before ended, before reads go through readahead:
+// a point lookup or a short scan reads one or two blocks and no more.
+const readaheadAfter = 2
+
+var readaheadPool = sync.Pool{New: func() any {
+	b := make([]byte, readaheadSize)
+	return &b
+}}
+
+// readahead serves the data blocks of a table that an iterator reads in
+// file order (a scan, a compaction's input) from reads of readaheadSize
+// bytes. The zero value is ready; release returns its buffer.
+type readahead struct {
+	have bool   // next is set
+	next uint64 // the offset just past the last block asked for
+	run  int    // blocks asked for in a row, each at the last one's end
+
+	buf *[]byte // from readaheadPool; nil until the first read
+	win []byte  // the file's bytes from off, read ahead
+	off uint64
+}
+
+// block returns the bytes of the block at h and its trailer if readahead
+// holds them or reads them ahead now; nil sends the caller to read the
+// block alone, which also reports any error. The bytes are valid until the
+// next call.
+func (ra *readahead) block(t *Reader, h BlockHandle) []byte {
+	if ra == nil {
+		return nil
+	}
+	if ra.have && h.Offset == ra.next {
+		ra.run++
+	} else {
+		ra.run = 0
+	}
+	ra.have, ra.next = true, h.Offset+h.Length+TrailerLen
+	if ra.run < readaheadAfter || t.checkHandle(h) != nil {
+		return nil
+	}
+	end := h.Offset + h.Length + TrailerLen
+	if h.Offset >= ra.off && end <= ra.off+uint64(len(ra.win)) {
+		return ra.win[h.Offset-ra.off : end-ra.off]
+	}
+	n := min(uint64(readaheadSize), uint64(t.size-FooterLen)-h.Offset)
+	if end-h.Offset > n {
+		return nil // a block larger than the readahead
+	}
+	if ra.buf == nil {
+		ra.buf = readaheadPool.Get().(*[]byte)
+	}
+	win := (*ra.buf)[:n]
+	if m, _ := t.r.ReadAt(win, int64(h.Offset)); m != len(win) {
+		ra.win = nil
+		return nil
+	}
+	ra.win, ra.off = win, h.Offset
+	return ra.win[:end-h.Offset]
+}
+
+// noFillAfter is how many blocks read in a row, each at the last one's end,
+// make a long scan: 64 blocks of 4 KiB, 256 KiB of one table.
+const noFillAfter = 64
+
+// longScan reports whether the iterator has read so many blocks in order
+// from the file that it is scanning a large range: the blocks it reads from
+// here on are not added to the block cache. A scan larger than the cache
+// would otherwise evict every block that point reads use and gain nothing,
+// since it reads each block once; blocks it finds in the cache it still
+// uses. (LevelDB leaves this to its ReadOptions.fill_cache.)
+func (ra *readahead) longScan() bool {
+	return ra != nil && ra.run >= noFillAfter
+}
+
+// release returns the buffer to the pool.
+func (ra *readahead) release() {
+	if ra.buf != nil {
+		readaheadPool.Put(ra.buf)
+	}
+	*ra = readahead{}
+}
