@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/cockroachdb/errors"
 	"github.com/golang/snappy"
@@ -172,12 +173,37 @@ func (t *Reader) checkHandle(h BlockHandle) error {
 // readBlock reads the block at h, verifies its checksum and decodes it.
 // The result is newly allocated and never modified afterwards.
 func (t *Reader) readBlock(h BlockHandle) ([]byte, error) {
-	raw, typ, err := t.readRawBlock(h)
-	if err != nil {
+	if err := t.checkHandle(h); err != nil {
 		return nil, err
 	}
-	return t.decodeBlock(raw, typ, int64(h.Offset))
+	n := int(h.Length + TrailerLen)
+	if n > rawPoolMax {
+		raw, typ, err := t.readRawBlock(h)
+		if err != nil {
+			return nil, err
+		}
+		return t.decodeBlock(raw, typ, int64(h.Offset))
+	}
+	// The stored bytes of a compressed block are read into a pooled
+	// buffer: only the decoded block is kept.
+	bp := rawPool.Get().(*[]byte)
+	defer rawPool.Put(bp)
+	buf := (*bp)[:n]
+	if err := t.readAt(buf, int64(h.Offset)); err != nil {
+		return nil, err
+	}
+	return t.decodeRaw(h, buf)
 }
+
+// rawPoolMax is the largest block, trailer included, read through rawPool:
+// blocks are about 4 KiB, and 64 KiB covers every block of a table written
+// with a larger block size up to that.
+const rawPoolMax = 64 << 10
+
+var rawPool = sync.Pool{New: func() any {
+	b := make([]byte, rawPoolMax)
+	return &b
+}}
 
 // decodeBlock decompresses a block whose trailer said typ.
 func (t *Reader) decodeBlock(raw []byte, typ byte, off int64) ([]byte, error) {

@@ -59,7 +59,7 @@ func New(capacity int64) *Cache {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.capacity = per
-		s.files = make(map[uint64]map[uint64]*entry)
+		s.entries = make(map[blockKey]*entry)
 		s.lru.prev, s.lru.next = &s.lru, &s.lru
 	}
 	return c
@@ -127,6 +127,9 @@ func (c *Cache) shard(fileNum, offset uint64) *shard {
 	return &c.shards[h%numShards]
 }
 
+// blockKey names a block: its table's file number and its offset there.
+type blockKey struct{ fileNum, offset uint64 }
+
 // entry is one cached block, linked into its shard's LRU list.
 type entry struct {
 	fileNum, offset uint64
@@ -143,14 +146,14 @@ type shard struct {
 	capacity int64
 	size     int64
 	count    int
-	files    map[uint64]map[uint64]*entry // fileNum -> offset -> entry
+	entries  map[blockKey]*entry
 	lru      entry
 }
 
 func (s *shard) get(fileNum, offset uint64) ([]byte, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.files[fileNum][offset]
+	e := s.entries[blockKey{fileNum, offset}]
 	if e == nil {
 		return nil, false
 	}
@@ -163,18 +166,14 @@ func (s *shard) set(fileNum, offset uint64, value []byte) {
 	e := &entry{fileNum: fileNum, offset: offset, value: value}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old := s.files[fileNum][offset]; old != nil {
+	k := blockKey{fileNum, offset}
+	if old := s.entries[k]; old != nil {
 		s.removeLocked(old)
 	}
 	if e.charge() > s.capacity {
 		return
 	}
-	byOff := s.files[fileNum]
-	if byOff == nil {
-		byOff = make(map[uint64]*entry)
-		s.files[fileNum] = byOff
-	}
-	byOff[offset] = e
+	s.entries[k] = e
 	s.pushFront(e)
 	s.size += e.charge()
 	s.count++
@@ -186,12 +185,11 @@ func (s *shard) set(fileNum, offset uint64, value []byte) {
 func (s *shard) evictFile(fileNum uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, e := range s.files[fileNum] {
-		s.unlink(e)
-		s.size -= e.charge()
-		s.count--
+	for k, e := range s.entries {
+		if k.fileNum == fileNum {
+			s.removeLocked(e)
+		}
 	}
-	delete(s.files, fileNum)
 }
 
 // removeLocked drops e from the list and the index.
@@ -199,11 +197,7 @@ func (s *shard) removeLocked(e *entry) {
 	s.unlink(e)
 	s.size -= e.charge()
 	s.count--
-	byOff := s.files[e.fileNum]
-	delete(byOff, e.offset)
-	if len(byOff) == 0 {
-		delete(s.files, e.fileNum)
-	}
+	delete(s.entries, blockKey{e.fileNum, e.offset})
 }
 
 func (s *shard) unlink(e *entry) {
