@@ -31,12 +31,13 @@ type readahead struct {
 }
 
 // block returns the bytes of the block at h and its trailer if readahead
-// holds them or reads them ahead now; nil sends the caller to read the
-// block alone, which also reports any error. The bytes are valid until the
-// next call.
-func (ra *readahead) block(t *Reader, h BlockHandle) []byte {
+// holds them or reads them ahead now; nil (and no error) sends the caller
+// to read the block alone. A failed read ahead is the block's read error:
+// it is not retried in smaller pieces, which could hide a failing disk
+// until later. The bytes are valid until the next call.
+func (ra *readahead) block(t *Reader, h BlockHandle) ([]byte, error) {
 	if ra == nil {
-		return nil
+		return nil, nil
 	}
 	if ra.have && h.Offset == ra.next {
 		ra.run++
@@ -45,26 +46,26 @@ func (ra *readahead) block(t *Reader, h BlockHandle) []byte {
 	}
 	ra.have, ra.next = true, h.Offset+h.Length+TrailerLen
 	if ra.run < readaheadAfter || t.checkHandle(h) != nil {
-		return nil
+		return nil, nil
 	}
 	end := h.Offset + h.Length + TrailerLen
 	if h.Offset >= ra.off && end <= ra.off+uint64(len(ra.win)) {
-		return ra.win[h.Offset-ra.off : end-ra.off]
+		return ra.win[h.Offset-ra.off : end-ra.off], nil
 	}
 	n := min(uint64(readaheadSize), uint64(t.size-FooterLen)-h.Offset)
 	if end-h.Offset > n {
-		return nil // a block larger than the readahead
+		return nil, nil // a block larger than the readahead
 	}
 	if ra.buf == nil {
 		ra.buf = readaheadPool.Get().(*[]byte)
 	}
+	ra.win = nil
 	win := (*ra.buf)[:n]
-	if m, _ := t.r.ReadAt(win, int64(h.Offset)); m != len(win) {
-		ra.win = nil
-		return nil
+	if err := t.readAt(win, int64(h.Offset)); err != nil {
+		return nil, err
 	}
 	ra.win, ra.off = win, h.Offset
-	return ra.win[:end-h.Offset]
+	return ra.win[:end-h.Offset], nil
 }
 
 // noFillAfter is how many blocks read in a row, each at the last one's end,

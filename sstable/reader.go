@@ -270,11 +270,13 @@ func (t *Reader) dataBlock(h BlockHandle, noFill bool, ra *readahead) ([]byte, e
 	if b, ok := t.opts.Cache.Get(t.opts.FileNum, h.Offset); ok {
 		return b, nil
 	}
+	raw, err := ra.block(t, h)
 	var b []byte
-	var err error
-	if raw := ra.block(t, h); raw != nil {
+	switch {
+	case err != nil:
+	case raw != nil:
 		b, err = t.decodeRaw(h, raw)
-	} else {
+	default:
 		b, err = t.readBlock(h)
 	}
 	if err != nil {
