@@ -59,6 +59,46 @@ type replayResult struct {
 	carry      [][]byte
 	carryBytes int64
 	carryOff   bool
+	// flushing, if not nil, is the table being written from a memtable
+	// that filled during replay, while replay goes on into the next.
+	flushing *replayFlush
+}
+
+// replayFlush is a table being written during replay.
+type replayFlush struct {
+	done chan struct{}
+	meta *manifest.FileMeta
+	err  error
+}
+
+// startReplayFlush writes mem to a table in the background. At most one
+// runs at a time (the caller awaits the last first), so replay holds at
+// most two memtables.
+func (db *DB) startReplayFlush(res *replayResult, mem *memtable.Memtable) {
+	f := &replayFlush{done: make(chan struct{})}
+	res.flushing = f
+	go func() {
+		defer close(f.done)
+		f.meta, f.err = db.writeTable(mem.NewIter())
+	}()
+}
+
+// awaitReplayFlush waits for the table being written, if any, and adds it
+// to the result's edit.
+func (db *DB) awaitReplayFlush(res *replayResult) error {
+	f := res.flushing
+	if f == nil {
+		return nil
+	}
+	<-f.done
+	res.flushing = nil
+	if f.err != nil {
+		return f.err
+	}
+	if f.meta != nil {
+		res.edit.AddFile(0, f.meta)
+	}
+	return nil
 }
 
 // carryLimit is the most WAL bytes Open carries forward into its new log
@@ -105,6 +145,9 @@ func (db *DB) replayLogs() (*replayResult, error) {
 		lr := LogRecovery{FileNum: num}
 		if !stopped {
 			if err := db.replayLog(res, &lr, i >= newest); err != nil {
+				// A table still being written is in no edit; the next
+				// Open deletes it.
+				db.awaitReplayFlush(res)
 				return nil, err
 			}
 			stopped = lr.Stopped
@@ -112,6 +155,9 @@ func (db *DB) replayLogs() (*replayResult, error) {
 			lr.Stopped = true
 		}
 		res.report.Logs = append(res.report.Logs, lr)
+	}
+	if err := db.awaitReplayFlush(res); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -235,11 +281,11 @@ func (db *DB) replayRecord(res *replayResult, lr *LogRecovery, rec []byte, off i
 	res.lastSeq = max(res.lastSeq, seq+uint64(n)-1)
 	db.noteCarry(res, rec)
 	if !db.opts.ReadOnly && res.mem.ApproximateSize() >= db.opts.WriteBufferSize {
-		meta, err := db.writeTable(res.mem.NewIter())
-		if err != nil {
+		// The table is written beside the replay of what follows.
+		if err := db.awaitReplayFlush(res); err != nil {
 			return true, err
 		}
-		res.edit.AddFile(0, meta)
+		db.startReplayFlush(res, res.mem)
 		res.mem = memtable.New()
 		res.tableSeq = res.lastSeq
 		res.carry, res.carryBytes, res.carryOff = nil, 0, false
