@@ -105,7 +105,7 @@ func (t *Reader) blockInfo(info BlockInfo, h BlockHandle, internal bool) BlockIn
 		return info
 	}
 	info.Compression = int(typ)
-	b, err := t.decodeBlock(raw, typ, int64(h.Offset))
+	b, err := t.decodeBlock(raw, typ, int64(h.Offset), nil)
 	if err != nil {
 		info.Err = err
 		return info

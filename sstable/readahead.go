@@ -28,6 +28,11 @@ type readahead struct {
 	buf *[]byte // from readaheadPool; nil until the first read
 	win []byte  // the file's bytes from off, read ahead
 	off uint64
+
+	// dec holds the last two blocks decoded for this iterator alone (see
+	// scratch); decNext is the one to decode into next.
+	dec     [2][]byte
+	decNext int
 }
 
 // block returns the bytes of the block at h and its trailer if readahead
@@ -80,6 +85,28 @@ const noFillAfter = 64
 // uses. (LevelDB leaves this to its ReadOptions.fill_cache.)
 func (ra *readahead) longScan() bool {
 	return ra != nil && ra.run >= noFillAfter
+}
+
+// scratch returns the buffer to decode the next block into, one that
+// neither the current block nor the one before it occupies. Blocks that go
+// to no cache (a compaction's, a long scan's) are decoded into two buffers
+// in turn rather than each into a new allocation: whoever holds a value
+// of the block before the current one (the entry an iterator above this
+// one last returned, as it steps past the block's end) still reads it
+// intact; nothing above holds one older than that, and what must live
+// longer is copied (an iterator's saved value in reverse). Keys are not in
+// the block at all: the block iterator rebuilds each into its own buffer.
+func (ra *readahead) scratch() []byte {
+	return ra.dec[ra.decNext]
+}
+
+// used records that b, decoded into scratch's buffer or a larger one that
+// replaced it, is now the current block.
+func (ra *readahead) used(b []byte) {
+	if b != nil {
+		ra.dec[ra.decNext] = b
+		ra.decNext ^= 1
+	}
 }
 
 // release returns the buffer to the pool.

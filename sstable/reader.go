@@ -1,7 +1,6 @@
 package sstable
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -182,7 +181,7 @@ func (t *Reader) readBlock(h BlockHandle) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return t.decodeBlock(raw, typ, int64(h.Offset))
+		return t.decodeBlock(raw, typ, int64(h.Offset), nil)
 	}
 	// The stored bytes of a compressed block are read into a pooled
 	// buffer: only the decoded block is kept.
@@ -192,7 +191,7 @@ func (t *Reader) readBlock(h BlockHandle) ([]byte, error) {
 	if err := t.readAt(buf, int64(h.Offset)); err != nil {
 		return nil, err
 	}
-	return t.decodeRaw(h, buf)
+	return t.decodeRaw(h, buf, nil)
 }
 
 // rawPoolMax is the largest block, trailer included, read through rawPool:
@@ -206,12 +205,12 @@ var rawPool = sync.Pool{New: func() any {
 }}
 
 // decodeBlock decompresses a block whose trailer said typ.
-func (t *Reader) decodeBlock(raw []byte, typ byte, off int64) ([]byte, error) {
+func (t *Reader) decodeBlock(raw []byte, typ byte, off int64, dst []byte) ([]byte, error) {
 	switch typ {
 	case blockTypeNone:
 		return raw, nil
 	case blockTypeSnappy:
-		return t.decodeSnappy(raw, off)
+		return t.decodeSnappy(raw, off, dst)
 	case blockTypeZstd:
 		return nil, &TableError{File: t.opts.FileName, Offset: off,
 			Reason: "block is zstd-compressed (compression type 2), which shale does not support",
@@ -246,7 +245,7 @@ func (t *Reader) verifyRaw(h BlockHandle, buf []byte) ([]byte, byte, error) {
 }
 
 // decodeSnappy decodes a snappy block after bounding its claimed length.
-func (t *Reader) decodeSnappy(src []byte, off int64) ([]byte, error) {
+func (t *Reader) decodeSnappy(src []byte, off int64, dst []byte) ([]byte, error) {
 	n, err := snappy.DecodedLen(src)
 	if err != nil {
 		return nil, t.corrupt(off, "snappy block header: %v", err)
@@ -254,7 +253,10 @@ func (t *Reader) decodeSnappy(src []byte, off int64) ([]byte, error) {
 	if limit := min(uint64(len(src))*maxSnappyExpansion, maxDecodedLen); uint64(n) > limit {
 		return nil, t.corrupt(off, "snappy block claims %d decoded bytes from %d (limit %d)", n, len(src), limit)
 	}
-	dst, err := snappy.Decode(make([]byte, n), src)
+	if cap(dst) < n {
+		dst = make([]byte, n)
+	}
+	dst, err = snappy.Decode(dst[:n], src)
 	if err != nil || len(dst) != n {
 		return nil, t.corrupt(off, "snappy block does not decode: %v", err)
 	}
@@ -271,34 +273,41 @@ func (t *Reader) dataBlock(h BlockHandle, noFill bool, ra *readahead) ([]byte, e
 		return b, nil
 	}
 	raw, err := ra.block(t, h)
+	keep := !noFill && !ra.longScan()
 	var b []byte
 	switch {
 	case err != nil:
+	case raw != nil && !keep:
+		// A block no one else will see is decoded into the iterator's
+		// own buffers.
+		b, err = t.decodeRaw(h, raw, ra.scratch())
+		ra.used(b)
 	case raw != nil:
-		b, err = t.decodeRaw(h, raw)
+		b, err = t.decodeRaw(h, raw, nil)
 	default:
 		b, err = t.readBlock(h)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if !noFill && !ra.longScan() {
+	if keep {
 		t.opts.Cache.Set(t.opts.FileNum, h.Offset, b)
 	}
 	return b, nil
 }
 
 // decodeRaw verifies and decodes the block at h from raw, its bytes and
-// trailer, which the caller reuses: the result never aliases raw.
-func (t *Reader) decodeRaw(h BlockHandle, raw []byte) ([]byte, error) {
+// trailer, which the caller reuses: the result never aliases raw. It is
+// decoded into dst if dst has room, else into a new allocation.
+func (t *Reader) decodeRaw(h BlockHandle, raw, dst []byte) ([]byte, error) {
 	stored, typ, err := t.verifyRaw(h, raw)
 	if err != nil {
 		return nil, err
 	}
 	if typ == blockTypeNone {
-		return bytes.Clone(stored), nil
+		return append(dst[:0], stored...), nil
 	}
-	return t.decodeBlock(stored, typ, int64(h.Offset))
+	return t.decodeBlock(stored, typ, int64(h.Offset), dst)
 }
 
 // indexIter returns an iterator over the index block.

@@ -55,7 +55,7 @@ func (t *Reader) salvageBlock(info *BlockInfo, last []byte) ([]Entry, error) {
 		return nil, err
 	}
 	info.Compression = int(typ)
-	b, err := t.decodeBlock(raw, typ, int64(h.Offset))
+	b, err := t.decodeBlock(raw, typ, int64(h.Offset), nil)
 	if err != nil {
 		return nil, err
 	}
