@@ -42,8 +42,11 @@ type Reader struct {
 	size   int64
 	opts   ReaderOptions
 	footer Footer
-	index  []byte        // decoded index block
-	filter *filterReader // nil: no usable filter
+	index  []byte // decoded index block
+	// indexTab lists index's entries for Get, or is nil (see
+	// buildIndexTable).
+	indexTab []indexEntry
+	filter   *filterReader // nil: no usable filter
 	// filterErr is why a filter the metaindex names was dropped, if it was.
 	filterErr error
 	metaKeys  []metaEntry // every metaindex entry, for Layout
@@ -95,6 +98,7 @@ func open(r io.ReaderAt, size int64, opts ReaderOptions, verify bool) (*Reader, 
 		return nil, err
 	}
 	t.index = index
+	t.indexTab = buildIndexTable(index, opts.FileName, int64(t.footer.Index.Offset))
 	return t, nil
 }
 
@@ -335,18 +339,15 @@ func (t *Reader) blockHandle(v []byte) (BlockHandle, error) {
 // modify it (copy it to hand it to users).
 func (t *Reader) Get(ukey []byte, seq uint64) (value []byte, kind ikey.Kind, found bool, err error) {
 	seek := ikey.SeekKey(ukey, seq)
-	var idx, data blockIter
-	t.indexIter(&idx)
-	if !idx.SeekGE(seek) {
-		return nil, 0, false, idx.err
-	}
-	h, err := t.blockHandle(idx.val)
-	if err != nil {
+	var pos indexPos
+	h, ok, err := pos.seek(t, seek)
+	if !ok {
 		return nil, 0, false, err
 	}
 	if t.filter != nil && !t.filter.mayContain(h.Offset, bloomHash(ukey)) {
 		return nil, 0, false, nil
 	}
+	var data blockIter
 	for {
 		b, err := t.dataBlock(h, false, nil)
 		if err != nil {
@@ -370,13 +371,53 @@ func (t *Reader) Get(ukey []byte, seq uint64) (value []byte, kind ikey.Kind, fou
 		}
 		// Every entry of this block is < seek: the answer, if any, is the
 		// first entry of the next block.
-		if !idx.Next() {
-			return nil, 0, false, idx.err
-		}
-		if h, err = t.blockHandle(idx.val); err != nil {
+		if h, ok, err = pos.next(t); !ok {
 			return nil, 0, false, err
 		}
 	}
+}
+
+// indexPos is Get's position in the index: in indexTab when the table has
+// one, else in a block iterator over the index block.
+type indexPos struct {
+	i   int
+	idx blockIter
+}
+
+// seek finds the first index entry >= key and returns its block handle;
+// ok is false past the last entry or on error.
+func (p *indexPos) seek(t *Reader, key []byte) (BlockHandle, bool, error) {
+	if t.indexTab != nil {
+		p.i = seekIndex(t.index, t.indexTab, key)
+		return p.handle(t)
+	}
+	t.indexIter(&p.idx)
+	if !p.idx.SeekGE(key) {
+		return BlockHandle{}, false, p.idx.err
+	}
+	h, err := t.blockHandle(p.idx.val)
+	return h, err == nil, err
+}
+
+// next moves to the next index entry.
+func (p *indexPos) next(t *Reader) (BlockHandle, bool, error) {
+	if t.indexTab != nil {
+		p.i++
+		return p.handle(t)
+	}
+	if !p.idx.Next() {
+		return BlockHandle{}, false, p.idx.err
+	}
+	h, err := t.blockHandle(p.idx.val)
+	return h, err == nil, err
+}
+
+func (p *indexPos) handle(t *Reader) (BlockHandle, bool, error) {
+	if p.i >= len(t.indexTab) {
+		return BlockHandle{}, false, nil
+	}
+	h, err := t.blockHandle(indexHandle(t.index, t.indexTab[p.i]))
+	return h, err == nil, err
 }
 
 // NewIter returns an iterator over the table's entries. It is not safe for

@@ -1,0 +1,79 @@
+package sstable
+
+import "github.com/shale-db/shale/internal/ikey"
+
+// indexEntry locates one entry of the index block: its key, a separator
+// (an internal key), at index[off:off+klen], and its block handle right
+// after, hlen bytes long.
+type indexEntry struct {
+	off  uint32
+	klen uint16
+	hlen uint8
+}
+
+// buildIndexTable lists the entries of an index block for Get's binary
+// search, which then compares keys in place instead of decoding each
+// probe's entry header (a Get probes one table per level, and most never
+// reach a data block: the filter, which needs the block's handle, says
+// no). It returns nil, leaving Get to the block iterator, unless every
+// entry is a restart point that shares nothing with the one before (as
+// LevelDB, goleveldb and shale write index blocks) and the keys and handles
+// fit the entry's fields. 8 bytes per data block.
+func buildIndexTable(index []byte, file string, blockOff int64) []indexEntry {
+	var it blockIter
+	if it.init(index, true, file, blockOff) != nil || it.numRestarts == 0 {
+		return nil
+	}
+	tab := make([]indexEntry, it.numRestarts)
+	for i := range tab {
+		off, ok := it.restart(i)
+		if !ok {
+			return nil
+		}
+		shared, unshared, vlen, p, ok := it.decodeHeader(off)
+		if !ok || shared != 0 || unshared > 0xffff || vlen > 0xff || p > 0xffffffff {
+			return nil
+		}
+		end := p + unshared + vlen
+		next := it.restartsOff
+		if i+1 < len(tab) {
+			if next, ok = it.restart(i + 1); !ok {
+				return nil
+			}
+		}
+		if end != next {
+			return nil // entries between restart points
+		}
+		tab[i] = indexEntry{off: uint32(p), klen: uint16(unshared), hlen: uint8(vlen)}
+	}
+	// The keys must ascend, as the block iterator would find them.
+	for i := 1; i < len(tab); i++ {
+		if ikey.Compare(indexKey(index, tab[i-1]), indexKey(index, tab[i])) >= 0 {
+			return nil
+		}
+	}
+	return tab
+}
+
+func indexKey(index []byte, e indexEntry) []byte {
+	return index[e.off : e.off+uint32(e.klen)]
+}
+
+func indexHandle(index []byte, e indexEntry) []byte {
+	o := e.off + uint32(e.klen)
+	return index[o : o+uint32(e.hlen)]
+}
+
+// seekIndex returns the first entry whose key is >= key, or len(tab).
+func seekIndex(index []byte, tab []indexEntry, key []byte) int {
+	lo, hi := 0, len(tab)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ikey.Compare(indexKey(index, tab[m]), key) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}

@@ -1,0 +1,61 @@
+package sstable
+
+import (
+	"bytes"
+	"math/rand"
+	"testing"
+
+	"github.com/shale-db/shale/internal/ikey"
+)
+
+// TestIndexTableGet: Get through the index table answers exactly as Get
+// through the index block's iterator, for present, absent and older keys,
+// and the table lists every index entry.
+func TestIndexTableGet(t *testing.T) {
+	rng := rand.New(rand.NewSource(9))
+	entries := randomEntries(rng, 5000, 300)
+	r := openTable(t, writeTable(t, entries, WriterOptions{}), ReaderOptions{})
+	if r.indexTab == nil {
+		t.Fatal("no index table for a table shale wrote")
+	}
+	var idx blockIter
+	r.indexIter(&idx)
+	n := 0
+	for ok := idx.First(); ok; ok = idx.Next() {
+		e := r.indexTab[n]
+		if !bytes.Equal(indexKey(r.index, e), idx.key) || !bytes.Equal(indexHandle(r.index, e), idx.val) {
+			t.Fatalf("index entry %d differs from the block's", n)
+		}
+		n++
+	}
+	if n != len(r.indexTab) {
+		t.Fatalf("index table of %d entries for %d in the block", len(r.indexTab), n)
+	}
+	plain := *r
+	plain.indexTab = nil
+	for _, p := range probeKeys(entries) {
+		u, seq := ikey.UserKey(p), ikey.Seq(p)
+		v1, k1, f1, e1 := r.Get(u, seq)
+		v2, k2, f2, e2 := plain.Get(u, seq)
+		if !bytes.Equal(v1, v2) || k1 != k2 || f1 != f2 || (e1 == nil) != (e2 == nil) {
+			t.Fatalf("Get(%s): through the table %q %v %v %v, through the block %q %v %v %v",
+				ikey.String(p), v1, k1, f1, e1, v2, k2, f2, e2)
+		}
+	}
+}
+
+// TestIndexTableFallsBack: an index block whose entries share prefixes
+// (restart interval above 1, as other writers may choose) gets no table,
+// and Get goes through the block iterator.
+func TestIndexTableFallsBack(t *testing.T) {
+	var ents []kv
+	for i := range 100 {
+		ents = append(ents, kv{ikey.Make([]byte{'k', byte(i / 10), byte(i)}, 1, ikey.KindSet), []byte{byte(i), 1}})
+	}
+	if tab := buildIndexTable(buildBlock(ents, 16), "", 0); tab != nil {
+		t.Fatalf("index table of %d entries for a block with shared prefixes", len(tab))
+	}
+	if tab := buildIndexTable(buildBlock(ents, 1), "", 0); len(tab) != len(ents) {
+		t.Fatalf("index table of %d entries for %d restart points", len(tab), len(ents))
+	}
+}
