@@ -213,25 +213,40 @@ func (m *Memtable) Add(seq uint64, kind ikey.Kind, ukey, value []byte) {
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
 	e := m.makeEntry(seq, kind, ukey, value)
+	var d delta
 	m.mu.Lock()
-	m.insertLocked(e)
+	m.insertLocked(e, &d)
 	m.mu.Unlock()
+	d.apply(m)
 }
 
-// insertLocked inserts e and accounts for it. Called with wmu and mu held.
-func (m *Memtable) insertLocked(e entry) {
+// delta is what inserts changed in a memtable's counts, applied to its
+// atomic counters once per batch rather than three times per entry.
+type delta struct{ size, n, dels int64 }
+
+func (d *delta) apply(m *Memtable) {
+	m.size.Add(d.size)
+	m.n.Add(d.n)
+	if d.dels != 0 {
+		m.dels.Add(d.dels)
+	}
+}
+
+// insertLocked inserts e and accounts for it in d. Called with wmu and mu
+// held.
+func (m *Memtable) insertLocked(e entry, d *delta) {
 	old, replaced := m.mu.tree.ReplaceOrInsert(e)
 	if replaced {
-		m.size.Add(-entrySize(&old))
-		m.n.Add(-1)
+		d.size -= entrySize(&old)
+		d.n--
 		if ikey.Kind(old.trailer&0xff) == ikey.KindDelete {
-			m.dels.Add(-1)
+			d.dels--
 		}
 	}
-	m.size.Add(entrySize(&e))
-	m.n.Add(1)
+	d.size += entrySize(&e)
+	d.n++
 	if ikey.Kind(e.trailer&0xff) == ikey.KindDelete {
-		m.dels.Add(1)
+		d.dels++
 	}
 }
 
@@ -259,11 +274,13 @@ func (m *Memtable) Apply(repr []byte, seq uint64) error {
 		}
 		m.scratch = append(m.scratch, m.makeEntry(s, kind, k, v))
 	}
+	var d delta
 	m.mu.Lock()
 	for _, e := range m.scratch {
-		m.insertLocked(e)
+		m.insertLocked(e, &d)
 	}
 	m.mu.Unlock()
+	d.apply(m)
 	clear(m.scratch)
 	m.scratch = m.scratch[:0]
 	return nil
