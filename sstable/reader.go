@@ -187,8 +187,9 @@ func (t *Reader) readBlock(h BlockHandle) ([]byte, error) {
 		}
 		return t.decodeBlock(raw, typ, int64(h.Offset), nil)
 	}
-	// The stored bytes of a compressed block are read into a pooled
-	// buffer: only the decoded block is kept.
+	// The stored bytes are read into a pooled buffer and only the decoded
+	// block is kept: for a snappy block (shale's default) that saves an
+	// allocation; an uncompressed block is copied out of the buffer.
 	bp := rawPool.Get().(*[]byte)
 	defer rawPool.Put(bp)
 	buf := (*bp)[:n]
