@@ -119,8 +119,10 @@ func (l *logFile) syncData() error {
 // durable without the earlier log's.
 func (l *logFile) close() error {
 	err := l.w.Flush()
-	if err == nil && l.app != nil {
-		err = l.app.Finish() // the file's length becomes what was appended
+	if l.app != nil {
+		// The file's length becomes what was appended. Finish runs even
+		// after a failed flush, to release the mapping.
+		err = errors.CombineErrors(err, l.app.Finish())
 	}
 	if err == nil {
 		err = l.f.Sync()
