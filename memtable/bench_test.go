@@ -171,7 +171,7 @@ func BenchmarkGet(b *testing.B) {
 // "callback" is the B-tree's own Ascend, the floor for any design.
 func BenchmarkIterFull(b *testing.B) {
 	m := benchMemtable(b, benchEntries, false)
-	for _, design := range []string{"chunked", "clone-pull", "callback"} {
+	for _, design := range []string{"chunked", "callback"} {
 		b.Run(design, func(b *testing.B) {
 			b.ReportAllocs()
 			cpu := startCPU(b)
@@ -198,16 +198,6 @@ func BenchmarkIterSeek(b *testing.B) {
 		}
 		cpu.stop(0)
 	})
-	b.Run("clone-pull", func(b *testing.B) {
-		it := newCloneIter(m)
-		defer it.Close()
-		cpu := startCPU(b)
-		for i := 0; i < b.N; i++ {
-			for ok, n := it.SeekGE(seeks[i%benchEntries]), 0; ok && n < 4; ok, n = it.Next(), n+1 {
-			}
-		}
-		cpu.stop(0)
-	})
 }
 
 // BenchmarkNewIter opens an iterator, seeks, reads four entries and closes
@@ -215,16 +205,12 @@ func BenchmarkIterSeek(b *testing.B) {
 func BenchmarkNewIter(b *testing.B) {
 	m := benchMemtable(b, benchEntries, false)
 	seeks := benchSeekKeys()
-	for _, design := range []string{"chunked", "clone-pull"} {
-		b.Run(design, func(b *testing.B) {
-			b.ReportAllocs()
-			cpu := startCPU(b)
-			for i := 0; i < b.N; i++ {
-				seekFew(m, design, seeks[i%benchEntries])
-			}
-			cpu.stop(0)
-		})
+	b.ReportAllocs()
+	cpu := startCPU(b)
+	for i := 0; i < b.N; i++ {
+		seekFew(m, seeks[i%benchEntries])
 	}
+	cpu.stop(0)
 }
 
 func benchSeekKeys() [][]byte {
@@ -239,18 +225,14 @@ func benchSeekKeys() [][]byte {
 // to it as fast as it can. ns/op is per entry scanned; adds/s is the
 // writer's rate meanwhile.
 func BenchmarkIterWithWriter(b *testing.B) {
-	for _, design := range []string{"chunked", "clone-pull"} {
-		b.Run(design, func(b *testing.B) {
-			m := benchMemtable(b, benchEntries, false)
-			stopWriter := startWriter(m)
-			b.ResetTimer()
-			for n := 0; n < b.N; {
-				n += scanAll(m, design, b.N-n)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(stopWriter())/b.Elapsed().Seconds(), "adds/s")
-		})
+	m := benchMemtable(b, benchEntries, false)
+	stopWriter := startWriter(m)
+	b.ResetTimer()
+	for n := 0; n < b.N; {
+		n += scanAll(m, "chunked", b.N-n)
 	}
+	b.StopTimer()
+	b.ReportMetric(float64(stopWriter())/b.Elapsed().Seconds(), "adds/s")
 }
 
 // BenchmarkAddWhileIterating adds while another goroutine keeps opening
@@ -258,28 +240,24 @@ func BenchmarkIterWithWriter(b *testing.B) {
 func BenchmarkAddWhileIterating(b *testing.B) {
 	keys := benchKeys(benchEntries, false)
 	seeks := benchSeekKeys()
-	for _, design := range []string{"chunked", "clone-pull"} {
-		b.Run(design, func(b *testing.B) {
-			m := benchMemtable(b, benchEntries, false)
-			var stop atomic.Bool
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; !stop.Load(); i++ {
-					seekFew(m, design, seeks[i%benchEntries])
-				}
-			}()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				m.Add(uint64(benchEntries+i+1), ikey.KindSet, keys[i%benchEntries], benchValue)
-			}
-			b.StopTimer()
-			stop.Store(true)
-			wg.Wait()
-		})
+	m := benchMemtable(b, benchEntries, false)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; !stop.Load(); i++ {
+			seekFew(m, seeks[i%benchEntries])
+		}
+	}()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m.Add(uint64(benchEntries+i+1), ikey.KindSet, keys[i%benchEntries], benchValue)
 	}
+	b.StopTimer()
+	stop.Store(true)
+	wg.Wait()
 }
 
 // startWriter adds random keys to m until the returned function is called;
@@ -299,25 +277,18 @@ func startWriter(m *Memtable) func() int64 {
 	return func() int64 { stop.Store(true); <-done; return added.Load() }
 }
 
-// scanAll scans up to limit entries from the start of m with the given
-// design and returns how many it saw.
+// scanAll scans up to limit entries from the start of m, with the index's
+// own callback ("callback", the floor for any iterator) or an Iterator,
+// and returns how many it saw.
 func scanAll(m *Memtable, design string, limit int) int {
 	n := 0
-	switch design {
-	case "callback":
+	if design == "callback" {
 		m.mu.RLock()
-		m.mu.tree.Ascend(func(entry) bool { n++; return n < limit })
+		m.mu.idx.ascend(func(entry) bool { n++; return n < limit })
 		m.mu.RUnlock()
 		return n
-	case "chunked":
-		it := m.NewIter()
-		for ok := it.First(); ok && n < limit; ok = it.Next() {
-			n++
-		}
-		it.Close()
-		return n
 	}
-	it := newCloneIter(m)
+	it := m.NewIter()
 	for ok := it.First(); ok && n < limit; ok = it.Next() {
 		n++
 	}
@@ -325,15 +296,8 @@ func scanAll(m *Memtable, design string, limit int) int {
 	return n
 }
 
-func seekFew(m *Memtable, design string, key []byte) {
-	if design == "chunked" {
-		it := m.NewIter()
-		for ok, n := it.SeekGE(key), 0; ok && n < 4; ok, n = it.Next(), n+1 {
-		}
-		it.Close()
-		return
-	}
-	it := newCloneIter(m)
+func seekFew(m *Memtable, key []byte) {
+	it := m.NewIter()
 	for ok, n := it.SeekGE(key), 0; ok && n < 4; ok, n = it.Next(), n+1 {
 	}
 	it.Close()

@@ -92,17 +92,17 @@ func (it *Iterator) fill(forward bool, from *entry, exclusive bool) bool {
 	if exclusive {
 		it.skip = *from
 	}
-	t := it.m.mu.tree
+	x := &it.m.mu.idx
 	it.m.mu.RLock()
 	switch {
 	case forward && from == nil:
-		t.Ascend(it.add)
+		x.ascend(it.add)
 	case forward:
-		t.AscendGreaterOrEqual(*from, it.add)
+		x.ascendGE(*from, it.add)
 	case from == nil:
-		t.Descend(it.add)
+		x.descend(it.add)
 	default:
-		t.DescendLessOrEqual(*from, it.add)
+		x.descendLE(*from, it.add)
 	}
 	it.m.mu.RUnlock()
 	it.skip = entry{}

@@ -70,19 +70,16 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
-	"github.com/google/btree"
 	"github.com/shale-db/shale/internal/batchrepr"
 	"github.com/shale-db/shale/internal/ikey"
 )
 
-// btreeDegree is the B-tree's degree: nodes hold up to 2*degree-1 entries.
-const btreeDegree = 64
-
 // entryOverhead is what ApproximateSize charges per entry on top of its
-// key, trailer and value bytes: the 48-byte entry in a B-tree node, over
-// the nodes' fill. TestEntryOverhead measures about 108 bytes for keys
-// added in order (nodes half full) and 70 to 90 in random order.
-const entryOverhead = 96
+// key, trailer and value bytes: the 48-byte entry in a leaf, over the
+// leaves' fill. TestEntryOverhead measures about 55 bytes for keys added
+// in order (leaves full) and about 88 in random order (leaves half to
+// wholly full).
+const entryOverhead = 72
 
 // entry is one version of a user key. Its bytes live in one allocation,
 // laid out as the internal key then the value; kv is that allocation cut to
@@ -175,7 +172,7 @@ type Memtable struct {
 
 	mu struct {
 		sync.RWMutex
-		tree *btree.BTreeG[entry]
+		idx index
 	}
 	size atomic.Int64
 	n    atomic.Int64
@@ -185,7 +182,7 @@ type Memtable struct {
 // New returns an empty Memtable.
 func New() *Memtable {
 	m := &Memtable{arena: arena{chunkSize: arenaChunkSize}}
-	m.mu.tree = btree.NewG(btreeDegree, less)
+	m.mu.idx = newIndex()
 	return m
 }
 
@@ -235,7 +232,7 @@ func (d *delta) apply(m *Memtable) {
 // insertLocked inserts e and accounts for it in d. Called with wmu and mu
 // held.
 func (m *Memtable) insertLocked(e entry, d *delta) {
-	old, replaced := m.mu.tree.ReplaceOrInsert(e)
+	old, replaced := m.mu.idx.insert(e)
 	if replaced {
 		d.size -= entrySize(&old)
 		d.n--
@@ -298,7 +295,7 @@ func (m *Memtable) Get(ukey []byte, seq uint64) (value []byte, found, deleted bo
 	var g getter
 	p := makePivot(ukey, ikey.MakeTrailer(seq, ikey.KindSeek))
 	m.mu.RLock()
-	m.mu.tree.AscendGreaterOrEqual(p, g.visit)
+	m.mu.idx.ascendGE(p, g.visit)
 	m.mu.RUnlock()
 	if !g.ok || !bytes.Equal(g.e.ukey(), ukey) {
 		return nil, false, false
@@ -331,6 +328,6 @@ func (m *Memtable) Empty() bool { return m.n.Load() == 0 }
 func (m *Memtable) Deletions() int { return int(m.dels.Load()) }
 
 // ApproximateSize returns the memory the entries take: their keys,
-// trailers and values, plus 96 bytes per entry for the tree (the heap
-// really takes 70 to 110, depending on insertion order).
+// trailers and values, plus 72 bytes per entry for the index (the heap
+// really takes 55 to 90, depending on insertion order).
 func (m *Memtable) ApproximateSize() int64 { return m.size.Load() }

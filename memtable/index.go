@@ -1,0 +1,238 @@
+package memtable
+
+import (
+	"slices"
+
+	"github.com/google/btree"
+)
+
+// leafCap is the most entries a leaf holds: 6 KiB of entries. A random
+// insert moves half a leaf on average; an insert in order appends.
+const leafCap = 128
+
+// btreeDegree is the degree of the B-tree of leaves: its nodes hold up to
+// 2*degree-1 leaves. With leaves of up to 128 entries, a memtable of a few
+// hundred thousand entries is a root over a level of nodes.
+const btreeDegree = 32
+
+// leaf is a sorted run of entries, one leaf of an index. Its entries are
+// the index's entries in [lo, hi): lo is at most its first entry, and hi
+// is the next leaf's lo (the last leaf has none). Leaves are never empty
+// once an insert returns, and never shrink but by a split.
+type leaf struct {
+	ents  []entry // ascending; capacity leafCap
+	lo    entry
+	hi    entry // valid if hasHi
+	hasHi bool
+}
+
+// leafItem is a leaf as the B-tree orders it, by its lower bound, a copy
+// of leaf.lo (leaves' ranges do not overlap, so no two bounds are equal).
+type leafItem struct {
+	lo entry
+	l  *leaf
+}
+
+// lessItem orders leaves. Its first test is less's, inlined: the B-tree
+// calls it through a function value at every step of a descent.
+func lessItem(a, b leafItem) bool {
+	if a.lo.p0 != b.lo.p0 {
+		return a.lo.p0 < b.lo.p0
+	}
+	return less(a.lo, b.lo)
+}
+
+// index is an ordered set of entries: a github.com/google/btree B-tree of
+// leaves, each a sorted array of up to leafCap entries, ordered by their
+// ranges. It is the B-tree keyed by runs of entries rather than by single
+// entries: an insert finds its leaf (at once, when it falls in the leaf
+// of the insert before it, as inserts in order do) and adds to that
+// leaf's array, and the tree changes only when a leaf splits, once per 64
+// to 128 inserts.
+//
+// Measured against a B-tree of single entries (degree 64, the design
+// before it), in the package benchmarks: batches of keys in order apply
+// in about a fifth of the time, random inserts and Gets cost about the
+// same.
+//
+// An index is not safe for concurrent use: the Memtable's RWMutex lets
+// readers share it and gives the writer (insert) sole use.
+type index struct {
+	tree *btree.BTreeG[leafItem]
+	hint *leaf // the leaf of the last insert
+}
+
+func newIndex() index {
+	return index{tree: btree.NewG(btreeDegree, lessItem)}
+}
+
+// leafFor returns the leaf whose range holds e, or nil if e is below the
+// first leaf's lower bound (or the index is empty).
+func (x *index) leafFor(e entry) *leaf {
+	var found *leaf
+	x.tree.DescendLessOrEqual(leafItem{lo: e}, func(it leafItem) bool {
+		found = it.l
+		return false
+	})
+	return found
+}
+
+// insert adds e, or replaces the entry equal to it (same user key and
+// trailer), returning that one.
+func (x *index) insert(e entry) (old entry, replaced bool) {
+	l := x.hint
+	if l == nil || less(e, l.lo) || (l.hasHi && !less(e, l.hi)) {
+		if l = x.leafFor(e); l == nil {
+			l = x.lowerFirst(e)
+		}
+	}
+	n := len(l.ents)
+	i := n
+	if n > 0 && !less(l.ents[n-1], e) {
+		i = searchGE(l.ents, e)
+		if !less(e, l.ents[i]) {
+			old, l.ents[i] = l.ents[i], e
+			x.hint = l
+			return old, true
+		}
+	}
+	if n == leafCap {
+		l, i = x.split(l, i, e)
+	}
+	l.ents = slices.Insert(l.ents, i, e)
+	x.hint = l
+	return entry{}, false
+}
+
+// lowerFirst makes e the lower bound of the first leaf, which it returns,
+// creating the leaf if the index is empty. e is below every entry.
+func (x *index) lowerFirst(e entry) *leaf {
+	l := &leaf{ents: make([]entry, 0, leafCap)}
+	if first, ok := x.tree.Min(); ok {
+		x.tree.Delete(first)
+		l = first.l
+	}
+	l.lo = e
+	x.tree.ReplaceOrInsert(leafItem{lo: e, l: l})
+	return l
+}
+
+// split makes room in the full leaf l for e, which belongs at position i,
+// and returns the leaf and position where e goes. Past l's last entry, e
+// starts a new leaf of its own, leaving l full (inserts in order fill
+// their leaves); elsewhere l gives its upper half to a new leaf.
+func (x *index) split(l *leaf, i int, e entry) (*leaf, int) {
+	r := &leaf{ents: make([]entry, 0, leafCap), hi: l.hi, hasHi: l.hasHi}
+	const mid = leafCap / 2
+	at := 0
+	if i == len(l.ents) {
+		r.lo = e
+	} else {
+		r.lo = l.ents[mid]
+		r.ents = append(r.ents, l.ents[mid:]...)
+		clear(l.ents[mid:])
+		l.ents = l.ents[:mid]
+		at = i - mid
+	}
+	l.hi, l.hasHi = r.lo, true
+	x.tree.ReplaceOrInsert(leafItem{lo: r.lo, l: r})
+	if at < 0 || (at == 0 && len(r.ents) > 0) {
+		// e is below r.lo, the entry it goes before: l has room for it.
+		return l, i
+	}
+	return r, at
+}
+
+// ascend calls fn on every entry in ascending order until fn returns false.
+func (x *index) ascend(fn func(entry) bool) {
+	x.tree.Ascend(func(it leafItem) bool { return eachUp(it.l.ents, fn) })
+}
+
+// ascendGE calls fn on every entry >= p in ascending order until fn
+// returns false.
+func (x *index) ascendGE(p entry, fn func(entry) bool) {
+	l := x.leafFor(p)
+	if l == nil {
+		x.ascend(fn)
+		return
+	}
+	i := searchGE(l.ents, p)
+	if !eachUp(l.ents[i:], fn) || !l.hasHi {
+		return
+	}
+	x.tree.AscendGreaterOrEqual(leafItem{lo: l.hi}, func(it leafItem) bool { return eachUp(it.l.ents, fn) })
+}
+
+// descend calls fn on every entry in descending order until fn returns
+// false.
+func (x *index) descend(fn func(entry) bool) {
+	x.tree.Descend(func(it leafItem) bool { return eachDown(it.l.ents, fn) })
+}
+
+// descendLE calls fn on every entry <= p in descending order until fn
+// returns false.
+func (x *index) descendLE(p entry, fn func(entry) bool) {
+	l := x.leafFor(p)
+	if l == nil {
+		return // p is below every entry
+	}
+	i := searchGT(l.ents, p)
+	if !eachDown(l.ents[:i], fn) {
+		return
+	}
+	x.tree.DescendLessOrEqual(leafItem{lo: l.lo}, func(it leafItem) bool {
+		return it.l == l || eachDown(it.l.ents, fn)
+	})
+}
+
+// searchGE returns the index of the first of ents (ascending) that is not
+// less than p, or len(ents).
+func searchGE(ents []entry, p entry) int {
+	i, j := 0, len(ents)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if less(ents[h], p) {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	return i
+}
+
+// searchGT returns the index of the first of ents (ascending) that is
+// greater than p, or len(ents).
+func searchGT(ents []entry, p entry) int {
+	i, j := 0, len(ents)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if less(p, ents[h]) {
+			j = h
+		} else {
+			i = h + 1
+		}
+	}
+	return i
+}
+
+// eachUp calls fn on ents in order; it reports whether fn always returned
+// true.
+func eachUp(ents []entry, fn func(entry) bool) bool {
+	for _, e := range ents {
+		if !fn(e) {
+			return false
+		}
+	}
+	return true
+}
+
+// eachDown calls fn on ents in reverse order; it reports whether fn always
+// returned true.
+func eachDown(ents []entry, fn func(entry) bool) bool {
+	for i := len(ents) - 1; i >= 0; i-- {
+		if !fn(ents[i]) {
+			return false
+		}
+	}
+	return true
+}
