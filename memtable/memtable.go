@@ -1,7 +1,8 @@
 // Package memtable holds the newest writes in memory, ordered by internal
 // key (user key ascending, sequence number descending: ikey.Compare), until
 // they are flushed to a table. It is a github.com/google/btree BTreeG of
-// entries whose bytes are carved from an arena of 64 KiB chunks.
+// sorted leaves of entries (index.go), whose bytes are carved from an
+// arena of 64 KiB chunks.
 //
 // Use: the engine creates a Memtable with New, applies each batch after its
 // WAL write with Apply (or single entries with Add), answers point reads
@@ -37,17 +38,17 @@
 // Design, as measured by the package benchmarks (20,000 entries of 16-byte
 // keys and 100-byte values; process CPU time, on a shared 2-core machine):
 //
-//   - Iteration. The B-tree iterates only by callback, and its reads are
+//   - Iteration. The index iterates only by callback, and its reads are
 //     unsafe alongside a write. An Iterator copies a run of entry headers
-//     (never their bytes) out of the tree under the read lock, releases it,
+//     (never their bytes) out of it under the read lock, releases it,
 //     serves the run, and re-seeks strictly after the last entry it served
 //     for the next run: 8 entries after a seek, doubling to 256. Entries
 //     are never removed, which makes this exact. The alternative, cloning
-//     the tree at NewIter and reading the clone through iter.Pull, scanned
-//     at 222 ns per entry against 36 (the bare callback: 11), sought at
-//     6.2 us against 0.8, and, because Clone makes the writer copy every
-//     node it then touches, slowed Adds beside an iterator-opening reader
-//     from about 4 us to 6-12 us.
+//     a B-tree of entries at NewIter and reading the clone through
+//     iter.Pull, scanned at 222 ns per entry against 36 (the bare
+//     callback: 11), sought at 6.2 us against 0.8, and, because Clone
+//     makes the writer copy every node it then touches, slowed Adds beside
+//     an iterator-opening reader from about 4 us to 6-12 us.
 //   - Arena. Carving entries from 64 KiB chunks makes Add allocation-free
 //     in the steady state, costs the same CPU, and cuts what each garbage
 //     collection spends on a 200,000-entry memtable by 30%.
@@ -56,10 +57,11 @@
 //     970 to 370 ns on random keys with 8 bytes cached. Caching 16 bytes
 //     took sequential Adds of keys that share their first 8 (db_bench's
 //     keys) from about 460 to 365 ns.
-//   - Degree. 64 (nodes of up to 127 entries) against 16: sequential Adds
-//     fell further to about 305 ns, random ones from 430 to 400 and Gets
-//     from 270 to 245; 128 was faster in order (265) and slower at random
-//     (445), where each insert moves half a node.
+//   - Leaves. A B-tree of single entries (degree 64, the best of 16, 64
+//     and 128) descended from the root for every insert: about 276 ns
+//     per sequential Add. Keyed by leaves of up to 128 entries, an insert
+//     that lands in the leaf of the insert before appends to it: 119 ns;
+//     random Adds went from 341 to 318 ns and Gets from 200 to 215.
 package memtable
 
 import (
