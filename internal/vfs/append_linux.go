@@ -48,6 +48,9 @@ type mappedAppender struct {
 	// next, if not nil, delivers the window after win, being prepared in
 	// the background; it is received once.
 	next chan window
+	// pwritten is how much went through pwritev between the last two
+	// moves; written is how much did since the last.
+	pwritten, written int64
 	err  error // sticky
 }
 
@@ -117,6 +120,17 @@ func (a *mappedAppender) WriteFragment(h *[7]byte, payload []byte) error {
 		return a.err
 	}
 	n := int64(len(h) + len(payload))
+	if n >= pwriteMin {
+		// Written wherever the mapping stands: the windows move on only
+		// when a fragment is copied into one.
+		if err := pwritev(a.fd, h[:], payload, a.off); err != nil {
+			a.err = &os.PathError{Op: "pwritev", Path: a.f.Name(), Err: err}
+			return a.err
+		}
+		a.off += n
+		a.written += n
+		return nil
+	}
 	if a.win == nil || a.off >= a.winOff+mapWindow {
 		if err := a.move(); err != nil {
 			a.err = err
@@ -127,14 +141,6 @@ func (a *mappedAppender) WriteFragment(h *[7]byte, payload []byte) error {
 	if o+n > mapWindow {
 		a.err = errors.Newf("vfs: append to %s: a fragment of %d bytes at offset %d crosses a mapping window", a.f.Name(), n, a.off)
 		return a.err
-	}
-	if n >= pwriteMin {
-		if err := pwritev(a.fd, h[:], payload, a.off); err != nil {
-			a.err = &os.PathError{Op: "pwritev", Path: a.f.Name(), Err: err}
-			return a.err
-		}
-		a.off += n
-		return nil
 	}
 	dst := a.win[o : o+n]
 	copy(dst[4:], h[4:])
@@ -192,30 +198,48 @@ func pwritev(fd int, a, b []byte, off int64) error {
 	return nil
 }
 
-// move replaces the full window with the next one, which the background
-// has prepared (or is preparing: move waits for it), and starts preparing
+// move replaces the window with the one that holds offset a.off: the next
+// one, which the background has prepared (or is preparing: move waits for
+// it), unless pwritev carried the appends past it, and starts preparing
 // the one after.
 func (a *mappedAppender) move() error {
-	if a.next == nil {
-		return errors.Newf("vfs: append to %s: no mapping after offset %d", a.f.Name(), a.off)
+	start := a.off - a.off%mapWindow
+	var w window
+	if a.next != nil {
+		w = <-a.next
+		a.next = nil
+		if w.err == nil && w.off != start {
+			if err := syscall.Munmap(w.b); err != nil {
+				return &os.PathError{Op: "munmap", Path: a.f.Name(), Err: err}
+			}
+			w = a.mapAt(start, 0)
+		}
+	} else {
+		w = a.mapAt(start, 0)
 	}
-	w := <-a.next
-	a.next = nil
 	if w.err != nil {
 		return w.err
 	}
 	old := a.win
 	a.win, a.winOff = w.b, w.off
+	a.pwritten, a.written = a.written, 0
 	a.prepareNext(old)
 	return nil
 }
 
 // prepareNext starts a goroutine that unmaps old, then maps the window
-// after a.win, its pages populated, and delivers it on a.next.
+// after a.win and delivers it on a.next. The window's pages are populated
+// unless pwritev wrote more than half a window's worth between the last
+// two moves: populating pages that pwritev then writes costs a page
+// allocation each for nothing.
 func (a *mappedAppender) prepareNext(old []byte) {
 	next := make(chan window, 1)
 	a.next = next
 	at := a.winOff + mapWindow
+	flags := syscall.MAP_POPULATE
+	if a.pwritten > mapWindow/2 {
+		flags = 0
+	}
 	go func() {
 		if old != nil {
 			if err := syscall.Munmap(old); err != nil {
@@ -223,7 +247,7 @@ func (a *mappedAppender) prepareNext(old []byte) {
 				return
 			}
 		}
-		next <- a.mapAt(at, syscall.MAP_POPULATE)
+		next <- a.mapAt(at, flags)
 	}()
 }
 
