@@ -61,7 +61,7 @@ func waitIdle(t *testing.T, db *DB) {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		db.mu.Lock()
-		idle := len(db.mu.imm) == 0 && len(db.mu.compactions) == 0 && !db.mu.flushing
+		idle := len(db.mu.imm) == 0 && len(db.mu.compactions) == 0 && db.mu.flushes == 0
 		if idle && db.mu.bgErr == nil {
 			idle = db.pickLocked() == nil
 		}

@@ -74,10 +74,10 @@ type DB struct {
 		// flush or a compaction, not yet in a version, which
 		// deleteObsoleteFiles must spare.
 		pendingOutputs map[uint64]struct{}
-		// flushing is set while a flush runs; compactions lists the
+		// flushes counts the flushes under way; compactions lists the
 		// compactions under way; manual queues the manual compactions
 		// waiting for their turn.
-		flushing    bool
+		flushes     int
 		compactions []*compactionJob
 		manual      []*manualCompaction
 		// cleanupPending is set while a cleanup started by cleanupSoon

@@ -179,7 +179,7 @@ func (db *DB) finishRecovery(rec *replayResult) error {
 	carry := !rec.mem.Empty() && !rec.carryOff
 	mem := memtable.New()
 	if !rec.mem.Empty() && !carry {
-		meta, err := db.writeTable(rec.mem.NewIter())
+		meta, err := db.writeTable(rec.mem.NewIter(), 0)
 		if err != nil {
 			return err
 		}

@@ -38,7 +38,7 @@ func defaultMaxConcurrentCompactions() int {
 }
 
 // maybeScheduleLocked is the one place that decides what background work
-// runs next. It starts a flush when a full memtable waits and none runs;
+// runs next. It starts a flush for each full memtable that has none;
 // then, unless a manual compaction waits (it runs alone, once the running
 // ones end), it starts compactions picked by compaction.Pick up to
 // MaxConcurrentCompactions. Flushes and compactions run side by side, so
@@ -49,11 +49,7 @@ func (db *DB) maybeScheduleLocked() {
 	if db.mu.closed || db.mu.bgErr != nil || db.opts.ReadOnly {
 		return
 	}
-	if len(db.mu.imm) > 0 && !db.mu.flushing {
-		db.mu.flushing = true
-		db.bgWG.Add(1)
-		go db.flush()
-	}
+	db.startFlushesLocked()
 	if len(db.mu.manual) > 0 {
 		if len(db.mu.compactions) == 0 {
 			m := db.mu.manual[0]

@@ -12,13 +12,19 @@ import (
 // writeTable writes every entry of it (an internal iterator, closed here)
 // to a new table file, syncs the file and the directory, and returns its
 // metadata, or nil if it had no entries. The table is not live until an
-// edit that adds it has been applied.
-func (db *DB) writeTable(it iterator.Iterator) (meta *manifest.FileMeta, err error) {
+// edit that adds it has been applied. num is its number, already among
+// the pending outputs, or 0 to take one.
+func (db *DB) writeTable(it iterator.Iterator, num uint64) (meta *manifest.FileMeta, err error) {
 	defer func() { err = errors.CombineErrors(err, it.Close()) }()
 	if !it.First() {
+		if num != 0 {
+			db.releaseOutputNums(num)
+		}
 		return nil, it.Err()
 	}
-	num := db.newOutputNum()
+	if num == 0 {
+		num = db.newOutputNum()
+	}
 	f, w, err := db.createTable(num)
 	if err != nil {
 		db.releaseOutputNums(num)
