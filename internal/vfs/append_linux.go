@@ -29,6 +29,13 @@ const reserveAfter = 4096
 // log). Both land in the same page cache.
 const pwriteMin = 8 << 10
 
+// fullFragment is the log format's type byte (h[6]) of a record in one
+// fragment. The fragments of a record that spans blocks are written with
+// pwritev whatever their size: a large record's first and last fragments
+// are often small, and copying them into the mapping would make the
+// mapping follow appends that pwritev carried past it.
+const fullFragment = 1
+
 // mappedAppender appends to a file through a MAP_SHARED window. The file is
 // grown a window at a time ahead of the appends with fallocate, which
 // reserves the disk blocks: a store to a mapped page with no block behind
@@ -51,7 +58,7 @@ type mappedAppender struct {
 	// pwritten is how much went through pwritev between the last two
 	// moves; written is how much did since the last.
 	pwritten, written int64
-	err  error // sticky
+	err               error // sticky
 }
 
 // window is a mapping of the file at [off, off+mapWindow), or the error
@@ -107,20 +114,20 @@ func (a *mappedAppender) Write(p []byte) (int, error) {
 }
 
 // WriteFragment copies h[4:] and payload into the mapping, then stores the
-// checksum h[0:4] with one 4-byte store. A killed process leaves in the page
-// cache exactly the stores it made before the kill, in program order, so
-// the checksum is never there without the rest of the fragment. A large
-// fragment is written with one pwritev instead, which a kill can cut short
-// only at a page boundary: it leaves a prefix of the fragment and zeros
-// after it, which a reader takes for a torn tail as well. A fragment
-// lies inside one 32 KiB log block, and windows start at multiples of that,
-// so it never spans two windows.
+// checksum h[0:4] with one 4-byte store. A killed process leaves in the
+// page cache exactly the stores it made before the kill, in program order,
+// so the checksum is never there without the rest of the fragment. A large
+// fragment, or one of a record in several, is written with one pwritev
+// instead, which a kill can cut short only at a page boundary: it leaves a
+// prefix of the fragment and zeros after it, which a reader takes for a
+// torn tail as well. A fragment lies inside one 32 KiB log block, and
+// windows start at multiples of that, so it never spans two windows.
 func (a *mappedAppender) WriteFragment(h *[7]byte, payload []byte) error {
 	if a.err != nil {
 		return a.err
 	}
 	n := int64(len(h) + len(payload))
-	if n >= pwriteMin {
+	if n >= pwriteMin || h[6] != fullFragment {
 		// Written wherever the mapping stands: the windows move on only
 		// when a fragment is copied into one.
 		if err := pwritev(a.fd, h[:], payload, a.off); err != nil {
