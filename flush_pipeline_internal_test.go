@@ -1,0 +1,235 @@
+package shale
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shale-db/shale/internal/filename"
+	"github.com/shale-db/shale/internal/vfs"
+)
+
+// gateFS holds the Sync of every table created after arm until the test
+// sends its result with release; it reports each such Sync on arrived, and
+// each that went through on synced.
+type gateFS struct {
+	*vfs.MemFS
+	mu      sync.Mutex
+	armed   bool
+	done    bool // the test ended: held Syncs fail
+	gates   map[string]chan error
+	arrived chan string
+	synced  chan string
+}
+
+func newGateFS() *gateFS {
+	return &gateFS{MemFS: vfs.NewMem(), gates: map[string]chan error{},
+		arrived: make(chan string, 16), synced: make(chan string, 16)}
+}
+
+// arm starts holding table Syncs. When the test ends, however it ends,
+// every held Sync fails, so that Close does not wait for a flush forever.
+func (g *gateFS) arm(t *testing.T) {
+	g.mu.Lock()
+	g.armed = true
+	g.mu.Unlock()
+	t.Cleanup(func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.done = true
+		for _, c := range g.gates {
+			select {
+			case c <- vfs.ErrInjected:
+			default:
+			}
+		}
+	})
+}
+
+func (g *gateFS) gate(name string) chan error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.gates[name]
+	if c == nil {
+		c = make(chan error, 1)
+		g.gates[name] = c
+		if g.done {
+			c <- vfs.ErrInjected
+		}
+	}
+	return c
+}
+
+// release lets the held Sync of table num return err (or sync, if nil).
+func (g *gateFS) release(num uint64, err error) {
+	g.gate(filename.Make(reviewDir, filename.Table, num)) <- err
+}
+
+func (g *gateFS) Create(name string) (vfs.File, error) {
+	f, err := g.MemFS.Create(name)
+	if err != nil || !isType(filepath.Base(name), filename.Table) {
+		return f, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.armed {
+		return f, nil
+	}
+	return &gatedFile{File: f, g: g, name: name}, nil
+}
+
+type gatedFile struct {
+	vfs.File
+	g    *gateFS
+	name string
+}
+
+func (f *gatedFile) Sync() error {
+	f.g.arrived <- f.name
+	if err := <-f.g.gate(f.name); err != nil {
+		return err
+	}
+	err := f.File.Sync()
+	f.g.synced <- f.name
+	return err
+}
+
+// waitFor waits for name on c, skipping others.
+func waitFor(t *testing.T, c chan string, name, what string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case got := <-c:
+			if got == name {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("%s: %s never came", what, name)
+		}
+	}
+}
+
+// flushTables returns the table numbers of the two immutable memtables'
+// flushes, older first.
+func flushTables(t *testing.T, db *DB) (older, newer uint64) {
+	t.Helper()
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if len(db.mu.imm) != 2 || db.mu.flushes != 2 {
+		t.Fatalf("%d immutable memtables, %d flushes; want 2 and 2", len(db.mu.imm), db.mu.flushes)
+	}
+	return db.mu.imm[0].tableNum, db.mu.imm[1].tableNum
+}
+
+// fillTwoMemtables writes every key with value "old", switches the
+// memtable, writes every key with value "new" and switches again: two
+// immutable memtables then wait for their flushes.
+func fillTwoMemtables(t *testing.T, db *DB, n int) {
+	t.Helper()
+	for _, v := range []string{"old", "new"} {
+		for i := range n {
+			if err := db.Put(bgKey(i), bytes.Repeat([]byte(v), 40), NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// What Flush does before it waits: the memtable becomes immutable.
+		if err := db.commit.enqueue(db, nil, false, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func checkNewValues(t *testing.T, db *DB, n int, where string) {
+	t.Helper()
+	want := bytes.Repeat([]byte("new"), 40)
+	for i := range n {
+		v, err := db.Get(bgKey(i))
+		if err != nil || !bytes.Equal(v, want) {
+			t.Fatalf("%s: key %d: %q, %v; want the newer memtable's value", where, i, v, err)
+		}
+	}
+}
+
+// TestFlushesRecordTablesOldestFirst: the two immutable memtables are
+// written side by side, but the newer one's table, written first while
+// the older one's sync is held, is recorded only after the older one's;
+// level 0 then orders them by age and reads see the newer values, before
+// and after a reopen.
+func TestFlushesRecordTablesOldestFirst(t *testing.T) {
+	g := newGateFS()
+	opts := &Options{disableAutoCompactions: true}
+	db := reviewMustOpen(t, g, opts)
+	g.arm(t)
+	const n = 200
+	fillTwoMemtables(t, db, n)
+
+	older, newer := flushTables(t, db)
+	if older >= newer {
+		t.Fatalf("the older memtable's table is %06d, the newer one's %06d; want them numbered in order", older, newer)
+	}
+	// The newer memtable's table is written and synced while the older
+	// one's sync is held...
+	g.release(newer, nil)
+	waitFor(t, g.synced, filename.Make(reviewDir, filename.Table, newer), "the newer table's sync")
+	// ...but not recorded: nothing is in level 0 yet, both memtables
+	// still wait.
+	time.Sleep(20 * time.Millisecond)
+	if l0, imm := db.l0Tables.Load(), db.Metrics().ImmutableMemtables; l0 != 0 || imm != 2 {
+		t.Fatalf("with the older flush held: %d level-0 tables and %d immutable memtables; want 0 and 2", l0, imm)
+	}
+	checkNewValues(t, db, n, "while flushing")
+
+	g.release(older, nil)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	v := db.vs.Current()
+	l0 := v.Levels[0]
+	if len(l0) != 2 {
+		v.Unref()
+		t.Fatalf("level 0 holds %d tables after both flushes; want 2", len(l0))
+	}
+	if l0[0].Num != newer || l0[1].Num != older {
+		t.Errorf("level 0 holds %06d, %06d (newest first); want %06d, %06d", l0[0].Num, l0[1].Num, newer, older)
+	}
+	v.Unref()
+	checkNewValues(t, db, n, "after the flushes")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = reviewMustOpen(t, g.MemFS, opts)
+	checkNewValues(t, db, n, "after a reopen")
+}
+
+// TestFailedOlderFlushAbandonsNewer: when the older memtable's flush fails
+// after the newer one's table is written, the newer one records nothing,
+// writes fail with the flush's error, and a reopen recovers every write
+// from the WALs.
+func TestFailedOlderFlushAbandonsNewer(t *testing.T) {
+	g := newGateFS()
+	opts := &Options{disableAutoCompactions: true}
+	db := reviewMustOpen(t, g, opts)
+	g.arm(t)
+	const n = 200
+	fillTwoMemtables(t, db, n)
+	older, newer := flushTables(t, db)
+	g.release(newer, nil)
+	waitFor(t, g.synced, filename.Make(reviewDir, filename.Table, newer), "the newer table's sync")
+	g.release(older, vfs.ErrInjected)
+	if err := db.Flush(); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("Flush after the failed flush: %v; want the injected error", err)
+	}
+	if l0 := db.l0Tables.Load(); l0 != 0 {
+		t.Fatalf("%d level-0 tables after the older flush failed; want none recorded", l0)
+	}
+	if err := db.Put([]byte("after"), []byte("x"), NoSync); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("a write after the failed flush: %v; want the injected error", err)
+	}
+	db.Close()
+	db = reviewMustOpen(t, g.MemFS, opts)
+	checkNewValues(t, db, n, "after a reopen")
+}
