@@ -188,7 +188,7 @@ func (db *DB) commitGroup(group []*writer) ([]*writer, error) {
 				return group, err
 			}
 		}
-		if err := log.sync(); err != nil {
+		if err := db.syncLog(log); err != nil {
 			return group, db.setBackgroundError(err)
 		}
 	}

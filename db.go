@@ -230,6 +230,12 @@ func (db *DB) Close() error {
 	}
 	var err error
 	db.mu.Lock()
+	// Memtables whose flushes failed: their retired WALs are the only
+	// copy of their writes.
+	for _, imm := range db.mu.imm {
+		err = errors.CombineErrors(err, imm.log.syncRetired())
+		err = errors.CombineErrors(err, imm.log.closeRetired())
+	}
 	if db.mu.log != nil {
 		err = errors.CombineErrors(err, db.mu.log.close())
 		db.mu.log = nil

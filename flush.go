@@ -206,15 +206,17 @@ func (db *DB) switchMemtableLocked() error {
 	return nil
 }
 
-// retireLog syncs and closes log.prev, the WAL log took over from, once
-// every WAL before it is retired, then syncs the directory so that log's
-// entry is durable, and marks log ready for Sync writes.
+// retireLog finishes log.prev, the WAL log took over from, once every WAL
+// before it is retired, then syncs the directory so that log's entry is
+// durable, and marks log ready for Sync writes. The retired WAL is not
+// synced: a Sync write syncs the retired WALs whose memtables are not yet
+// flushed (syncLog), and a flush makes its WAL needless.
 func (db *DB) retireLog(log *logFile) {
 	defer db.bgWG.Done()
 	old := log.prev
 	err := old.waitReady()
 	if err == nil {
-		err = old.close()
+		err = old.finish()
 	}
 	if err == nil {
 		err = db.syncDir()
@@ -267,8 +269,36 @@ func (db *DB) flush(imm *immMemtable) {
 	}
 	db.mu.Unlock()
 	if err == nil {
+		// The edit is durable: the WAL is needless, and a close error
+		// loses nothing.
+		if cerr := imm.log.closeRetired(); cerr != nil {
+			db.opts.Logger.Warn("shale: close flushed log", "log", imm.log.num, "err", cerr)
+		}
 		db.deleteObsoleteFiles()
 	}
+}
+
+// syncLog makes everything appended to log durable, and every earlier
+// write with it: first the retired WALs whose memtables are not yet
+// flushed (retireLog leaves them unsynced), then log. Called by the commit
+// leader, so no memtable switches meanwhile.
+func (db *DB) syncLog(log *logFile) error {
+	if err := log.waitReady(); err != nil {
+		return err
+	}
+	var buf [maxImmutables]*logFile
+	retired := buf[:0]
+	db.mu.Lock()
+	for _, imm := range db.mu.imm {
+		retired = append(retired, imm.log)
+	}
+	db.mu.Unlock()
+	for _, l := range retired {
+		if err := l.syncRetired(); err != nil {
+			return err
+		}
+	}
+	return log.sync()
 }
 
 // startFlushesLocked starts a flush for every immutable memtable that has

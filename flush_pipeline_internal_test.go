@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,8 @@ type gateFS struct {
 	gates   map[string]chan error
 	arrived chan string
 	synced  chan string
+	// logSyncs counts the Syncs of WAL files, armed or not.
+	logSyncs atomic.Int64
 }
 
 func newGateFS() *gateFS {
@@ -70,6 +73,9 @@ func (g *gateFS) release(num uint64, err error) {
 
 func (g *gateFS) Create(name string) (vfs.File, error) {
 	f, err := g.MemFS.Create(name)
+	if err == nil && isType(filepath.Base(name), filename.Log) {
+		return &countedFile{File: f, n: &g.logSyncs}, nil
+	}
 	if err != nil || !isType(filepath.Base(name), filename.Table) {
 		return f, err
 	}
@@ -79,6 +85,16 @@ func (g *gateFS) Create(name string) (vfs.File, error) {
 		return f, nil
 	}
 	return &gatedFile{File: f, g: g, name: name}, nil
+}
+
+type countedFile struct {
+	vfs.File
+	n *atomic.Int64
+}
+
+func (f *countedFile) Sync() error {
+	f.n.Add(1)
+	return f.File.Sync()
 }
 
 type gatedFile struct {
@@ -125,14 +141,14 @@ func flushTables(t *testing.T, db *DB) (older, newer uint64) {
 	return db.mu.imm[0].tableNum, db.mu.imm[1].tableNum
 }
 
-// fillTwoMemtables writes every key with value "old", switches the
-// memtable, writes every key with value "new" and switches again: two
+// fillTwoMemtables writes keys base to base+n-1 with value "old", switches
+// the memtable, writes them with value "new" and switches again: two
 // immutable memtables then wait for their flushes.
-func fillTwoMemtables(t *testing.T, db *DB, n int) {
+func fillTwoMemtables(t *testing.T, db *DB, base, n int) {
 	t.Helper()
 	for _, v := range []string{"old", "new"} {
 		for i := range n {
-			if err := db.Put(bgKey(i), bytes.Repeat([]byte(v), 40), NoSync); err != nil {
+			if err := db.Put(bgKey(base+i), bytes.Repeat([]byte(v), 40), NoSync); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -143,11 +159,11 @@ func fillTwoMemtables(t *testing.T, db *DB, n int) {
 	}
 }
 
-func checkNewValues(t *testing.T, db *DB, n int, where string) {
+func checkNewValues(t *testing.T, db *DB, base, n int, where string) {
 	t.Helper()
 	want := bytes.Repeat([]byte("new"), 40)
 	for i := range n {
-		v, err := db.Get(bgKey(i))
+		v, err := db.Get(bgKey(base + i))
 		if err != nil || !bytes.Equal(v, want) {
 			t.Fatalf("%s: key %d: %q, %v; want the newer memtable's value", where, i, v, err)
 		}
@@ -165,7 +181,7 @@ func TestFlushesRecordTablesOldestFirst(t *testing.T) {
 	db := reviewMustOpen(t, g, opts)
 	g.arm(t)
 	const n = 200
-	fillTwoMemtables(t, db, n)
+	fillTwoMemtables(t, db, 0, n)
 
 	older, newer := flushTables(t, db)
 	if older >= newer {
@@ -181,7 +197,7 @@ func TestFlushesRecordTablesOldestFirst(t *testing.T) {
 	if l0, imm := db.l0Tables.Load(), db.Metrics().ImmutableMemtables; l0 != 0 || imm != 2 {
 		t.Fatalf("with the older flush held: %d level-0 tables and %d immutable memtables; want 0 and 2", l0, imm)
 	}
-	checkNewValues(t, db, n, "while flushing")
+	checkNewValues(t, db, 0, n, "while flushing")
 
 	g.release(older, nil)
 	if err := db.Flush(); err != nil {
@@ -197,12 +213,12 @@ func TestFlushesRecordTablesOldestFirst(t *testing.T) {
 		t.Errorf("level 0 holds %06d, %06d (newest first); want %06d, %06d", l0[0].Num, l0[1].Num, newer, older)
 	}
 	v.Unref()
-	checkNewValues(t, db, n, "after the flushes")
+	checkNewValues(t, db, 0, n, "after the flushes")
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 	db = reviewMustOpen(t, g.MemFS, opts)
-	checkNewValues(t, db, n, "after a reopen")
+	checkNewValues(t, db, 0, n, "after a reopen")
 }
 
 // TestFailedOlderFlushAbandonsNewer: when the older memtable's flush fails
@@ -215,7 +231,7 @@ func TestFailedOlderFlushAbandonsNewer(t *testing.T) {
 	db := reviewMustOpen(t, g, opts)
 	g.arm(t)
 	const n = 200
-	fillTwoMemtables(t, db, n)
+	fillTwoMemtables(t, db, 0, n)
 	older, newer := flushTables(t, db)
 	g.release(newer, nil)
 	waitFor(t, g.synced, filename.Make(reviewDir, filename.Table, newer), "the newer table's sync")
@@ -231,5 +247,37 @@ func TestFailedOlderFlushAbandonsNewer(t *testing.T) {
 	}
 	db.Close()
 	db = reviewMustOpen(t, g.MemFS, opts)
-	checkNewValues(t, db, n, "after a reopen")
+	checkNewValues(t, db, 0, n, "after a reopen")
+}
+
+// TestRetiredLogsSyncedOnlyWhenNeeded: NoSync writes that fill memtables
+// get their WALs retired and flushed without a single WAL sync; with the
+// flushes held, a Sync write makes every earlier write durable, those in
+// the retired WALs included, and a power loss right after it loses none.
+func TestRetiredLogsSyncedOnlyWhenNeeded(t *testing.T) {
+	g := newGateFS()
+	opts := &Options{disableAutoCompactions: true}
+	db := reviewMustOpen(t, g, opts)
+	const n = 200
+	syncsBefore := g.logSyncs.Load()
+	fillTwoMemtables(t, db, 0, n)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.logSyncs.Load() - syncsBefore; got != 0 {
+		t.Errorf("%d WAL syncs for NoSync writes whose memtables were flushed; want none", got)
+	}
+
+	g.arm(t) // the next flushes are held: the retired WALs stay needed
+	fillTwoMemtables(t, db, n, n)
+	flushTables(t, db)
+	if err := db.Put([]byte("synced"), []byte("yes"), Sync); err != nil {
+		t.Fatal(err)
+	}
+	crashed := g.MemFS.CrashClone() // a power loss right after the Sync write
+	db2 := reviewMustOpen(t, crashed, opts)
+	checkNewValues(t, db2, 0, 2*n, "after a power loss following a Sync write")
+	if v, err := db2.Get([]byte("synced")); err != nil || string(v) != "yes" {
+		t.Fatalf("the Sync write after a power loss: %q, %v", v, err)
+	}
 }

@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
@@ -22,11 +23,19 @@ type logFile struct {
 
 	// prev is the WAL this one took over from, retired in the background
 	// (nil once the log was created ready). ready is closed when every
-	// earlier WAL is synced and this one's directory entry is durable;
-	// readyErr then says whether that failed.
+	// earlier WAL is finished (cut to its records) and this one's
+	// directory entry is durable; readyErr then says whether that failed.
 	prev     *logFile
 	ready    chan struct{}
 	readyErr error
+
+	// Once retired, the file stays open, unsynced, until its memtable is
+	// flushed: most retired WALs are deleted before anything needs them
+	// durable, and syncing each cost a write to disk of every byte logged.
+	// rmu guards the retired file: a Sync write may sync it (syncRetired)
+	// while its flush closes it (closeRetired).
+	rmu              sync.Mutex
+	rsynced, rclosed bool
 }
 
 // An Appender must publish fragments whole for recovery to tell a killed
@@ -112,6 +121,42 @@ func (l *logFile) syncData() error {
 		return l.app.Sync()
 	}
 	return l.f.Sync()
+}
+
+// finish ends the appends to a retiring log: what is buffered reaches the
+// OS and the file is cut to what was appended. The file stays open.
+func (l *logFile) finish() error {
+	err := l.w.Flush()
+	if l.app != nil {
+		err = errors.CombineErrors(err, l.app.Finish())
+	}
+	return err
+}
+
+// syncRetired makes a retired log durable, unless it was already synced
+// or closed (its memtable flushed: then nothing needs it).
+func (l *logFile) syncRetired() error {
+	l.rmu.Lock()
+	defer l.rmu.Unlock()
+	if l.rsynced || l.rclosed {
+		return nil
+	}
+	if err := l.f.Sync(); err != nil {
+		return errors.Wrapf(err, "shale: sync log %06d", l.num)
+	}
+	l.rsynced = true
+	return nil
+}
+
+// closeRetired closes a retired log's file. Calling it twice is safe.
+func (l *logFile) closeRetired() error {
+	l.rmu.Lock()
+	defer l.rmu.Unlock()
+	if l.rclosed {
+		return nil
+	}
+	l.rclosed = true
+	return l.f.Close()
 }
 
 // close flushes, syncs and closes the log. Syncing a retiring log keeps the
