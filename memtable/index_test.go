@@ -115,7 +115,7 @@ func testEntry(ukey []byte, seq uint64, value string) entry {
 	b := make([]byte, kl+len(value))
 	ikey.Append(b[:0], ukey, seq, ikey.KindSet)
 	copy(b[kl:], value)
-	p0, p1 := prefixesOf(ukey)
+	p0, p1 := ikey.Prefixes(ukey)
 	return entry{p0: p0, p1: p1, trailer: ikey.MakeTrailer(seq, ikey.KindSet), kv: b[:len(ukey):len(b)]}
 }
 

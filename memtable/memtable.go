@@ -66,7 +66,6 @@ package memtable
 
 import (
 	"bytes"
-	"encoding/binary"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -109,18 +108,6 @@ func (e *entry) value() []byte {
 	return e.kv[len(e.kv)+ikey.TrailerLen : cap(e.kv) : cap(e.kv)]
 }
 
-// prefixesOf returns the first 16 bytes of ukey as two big-endian numbers,
-// padded with zeros: (p0, p1) of a less than (p0, p1) of b implies a < b
-// bytewise.
-func prefixesOf(ukey []byte) (p0, p1 uint64) {
-	if len(ukey) >= 16 {
-		return binary.BigEndian.Uint64(ukey), binary.BigEndian.Uint64(ukey[8:])
-	}
-	var b [16]byte
-	copy(b[:], ukey)
-	return binary.BigEndian.Uint64(b[:]), binary.BigEndian.Uint64(b[8:])
-}
-
 // less is ikey.Compare on entries: user key ascending, trailer descending.
 func less(a, b entry) bool {
 	if a.p0 != b.p0 {
@@ -151,7 +138,7 @@ func sameKey(a, b *entry) bool {
 
 // makePivot returns a search entry for (ukey, trailer). It aliases ukey.
 func makePivot(ukey []byte, trailer uint64) entry {
-	p0, p1 := prefixesOf(ukey)
+	p0, p1 := ikey.Prefixes(ukey)
 	return entry{p0: p0, p1: p1, trailer: trailer, kv: ukey}
 }
 
@@ -195,7 +182,7 @@ func (m *Memtable) makeEntry(seq uint64, kind ikey.Kind, ukey, value []byte) ent
 	b := m.arena.alloc(kl + len(value))
 	ikey.Append(b[:0], ukey, seq, kind)
 	copy(b[kl:], value)
-	p0, p1 := prefixesOf(ukey)
+	p0, p1 := ikey.Prefixes(ukey)
 	return entry{p0: p0, p1: p1, trailer: ikey.MakeTrailer(seq, kind), kv: b[:len(ukey)]}
 }
 

@@ -4,11 +4,15 @@ import "github.com/shale-db/shale/internal/ikey"
 
 // indexEntry locates one entry of the index block: its key, a separator
 // (an internal key), at index[off:off+klen], and its block handle right
-// after, hlen bytes long.
+// after, hlen bytes long. p0 and p1 are the first 16 bytes of the key's
+// user key (ikey.Prefixes), so that most probes of a search compare two
+// integers and touch no key bytes; h is the handle, decoded.
 type indexEntry struct {
-	off  uint32
-	klen uint16
-	hlen uint8
+	p0, p1 uint64
+	h      BlockHandle
+	off    uint32
+	klen   uint16
+	hlen   uint8
 }
 
 // buildIndexTable lists the entries of an index block for Get's binary
@@ -18,7 +22,7 @@ type indexEntry struct {
 // no). It returns nil, leaving Get to the block iterator, unless every
 // entry is a restart point that shares nothing with the one before (as
 // LevelDB, goleveldb and shale write index blocks) and the keys and handles
-// fit the entry's fields. 8 bytes per data block.
+// fit the entry's fields. 40 bytes per data block.
 func buildIndexTable(index []byte, file string, blockOff int64) []indexEntry {
 	var it blockIter
 	if it.init(index, true, file, blockOff) != nil || it.numRestarts == 0 {
@@ -44,7 +48,17 @@ func buildIndexTable(index []byte, file string, blockOff int64) []indexEntry {
 		if end != next {
 			return nil // entries between restart points
 		}
-		tab[i] = indexEntry{off: uint32(p), klen: uint16(unshared), hlen: uint8(vlen)}
+		e := indexEntry{off: uint32(p), klen: uint16(unshared), hlen: uint8(vlen)}
+		k := indexKey(index, e)
+		if !ikey.Valid(k) {
+			return nil
+		}
+		e.p0, e.p1 = ikey.Prefixes(ikey.UserKey(k))
+		var n int
+		if e.h, n = decodeHandle(indexHandle(index, e)); n == 0 {
+			return nil // the block iterator reports it
+		}
+		tab[i] = e
 	}
 	// The keys must ascend, as the block iterator would find them.
 	for i := 1; i < len(tab); i++ {
@@ -66,6 +80,35 @@ func indexHandle(index []byte, e indexEntry) []byte {
 
 // seekIndex returns the first entry whose key is >= key, or len(tab).
 func seekIndex(index []byte, tab []indexEntry, key []byte) int {
+	if !ikey.Valid(key) {
+		return seekIndexSlow(index, tab, key)
+	}
+	p0, p1 := ikey.Prefixes(ikey.UserKey(key))
+	lo, hi := 0, len(tab)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		e := &tab[m]
+		var less bool
+		switch {
+		case e.p0 != p0:
+			less = e.p0 < p0
+		case e.p1 != p1:
+			less = e.p1 < p1
+		default:
+			less = ikey.Compare(indexKey(index, *e), key) < 0
+		}
+		if less {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// seekIndexSlow is seekIndex comparing whole keys, for a key too short to
+// be an internal key.
+func seekIndexSlow(index []byte, tab []indexEntry, key []byte) int {
 	lo, hi := 0, len(tab)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)

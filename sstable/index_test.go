@@ -26,6 +26,12 @@ func TestIndexTableGet(t *testing.T) {
 		if !bytes.Equal(indexKey(r.index, e), idx.key) || !bytes.Equal(indexHandle(r.index, e), idx.val) {
 			t.Fatalf("index entry %d differs from the block's", n)
 		}
+		if h, _ := decodeHandle(idx.val); e.h != h {
+			t.Fatalf("index entry %d: handle %+v, the block's %+v", n, e.h, h)
+		}
+		if p0, p1 := ikey.Prefixes(ikey.UserKey(idx.key)); e.p0 != p0 || e.p1 != p1 {
+			t.Fatalf("index entry %d: prefixes %x %x, want %x %x", n, e.p0, e.p1, p0, p1)
+		}
 		n++
 	}
 	if n != len(r.indexTab) {

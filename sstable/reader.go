@@ -417,8 +417,7 @@ func (p *indexPos) handle(t *Reader) (BlockHandle, bool, error) {
 	if p.i >= len(t.indexTab) {
 		return BlockHandle{}, false, nil
 	}
-	h, err := t.blockHandle(indexHandle(t.index, t.indexTab[p.i]))
-	return h, err == nil, err
+	return t.indexTab[p.i].h, true, nil
 }
 
 // NewIter returns an iterator over the table's entries. It is not safe for

@@ -108,3 +108,35 @@ func TestSeparatorRandom(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixesOrder: whenever two keys' prefixes differ, they order the
+// keys as bytes.Compare does, for keys around 16 bytes long made of zero,
+// one and 0xff bytes (where zero padding could mislead), and the prefixes
+// of keys that agree in their first 16 bytes are equal.
+func TestPrefixesOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	key := func() []byte {
+		k := make([]byte, rng.IntN(21))
+		for i := range k {
+			k[i] = []byte{0, 1, 0xff}[rng.IntN(3)]
+		}
+		return k
+	}
+	for range 200_000 {
+		a, b := key(), key()
+		a0, a1 := Prefixes(a)
+		b0, b1 := Prefixes(b)
+		c := bytes.Compare(a, b)
+		switch {
+		case a0 != b0 && (a0 < b0) != (c < 0):
+			t.Fatalf("%x vs %x: first prefixes %x, %x; bytes.Compare %d", a, b, a0, b0, c)
+		case a0 == b0 && a1 != b1 && (a1 < b1) != (c < 0):
+			t.Fatalf("%x vs %x: second prefixes %x, %x; bytes.Compare %d", a, b, a1, b1, c)
+		case len(a) >= 16 && len(b) >= 16 && bytes.Equal(a[:16], b[:16]) && (a0 != b0 || a1 != b1):
+			t.Fatalf("%x and %x agree in 16 bytes, prefixes differ", a, b)
+		}
+	}
+	if p0, p1 := Prefixes([]byte("0123456789abcdefXYZ")); p0 != 0x3031323334353637 || p1 != 0x3839616263646566 {
+		t.Fatalf("Prefixes of a 19-byte key: %x %x", p0, p1)
+	}
+}
