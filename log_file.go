@@ -123,8 +123,9 @@ func (l *logFile) syncData() error {
 	return l.f.Sync()
 }
 
-// finish ends the appends to a retiring log: what is buffered reaches the
-// OS and the file is cut to what was appended. The file stays open.
+// finish ends the appends to a log: what is buffered reaches the OS and
+// the file is cut to what was appended (Finish runs even after a failed
+// flush, to release the mapping). The file stays open.
 func (l *logFile) finish() error {
 	err := l.w.Flush()
 	if l.app != nil {
@@ -159,16 +160,9 @@ func (l *logFile) closeRetired() error {
 	return l.f.Close()
 }
 
-// close flushes, syncs and closes the log. Syncing a retiring log keeps the
-// order of writes across logs: a later log's synced writes are never
-// durable without the earlier log's.
+// close finishes, syncs and closes the current log, at Close.
 func (l *logFile) close() error {
-	err := l.w.Flush()
-	if l.app != nil {
-		// The file's length becomes what was appended. Finish runs even
-		// after a failed flush, to release the mapping.
-		err = errors.CombineErrors(err, l.app.Finish())
-	}
+	err := l.finish()
 	if err == nil {
 		err = l.f.Sync()
 	}

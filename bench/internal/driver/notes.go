@@ -25,8 +25,8 @@ var Notes = []string{
 	"RSS: ru_maxrss of the timed process. disk: every file in the directory after Close. " +
 		"WA: wchar of /proc/self/io (bytes handed to write syscalls, Open to Close) over 116 bytes per put " +
 		"made in the timed process. WA dev: write_bytes (pages dirtied toward the disk, mmap included; 0 on tmpfs) " +
-		"over the same. shale on Linux appends its WAL through mmap too, so its WA counts only tables and " +
-		"MANIFEST: compare WA dev.",
+		"over the same. shale on Linux appends its WAL through mmap too, so its WA counts only tables, " +
+		"MANIFEST and the large WAL records it writes with pwritev (fillbatch's): compare WA dev.",
 	"Latency: every put (fillbatch: every batch) of the single-writer fills timed on its own; " +
 		"percentiles within 1%, max exact; each the median over the passes.",
 	"Sizes: 16-byte keys (%016d), 100-byte values of which half repeats (db_bench's generator); " +
