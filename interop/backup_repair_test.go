@@ -163,7 +163,7 @@ func TestRepairComparedWithGoleveldbRecover(t *testing.T) {
 			if err := os.WriteFile(logs[len(logs)-1], b, 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, false, 0.98},
+		}, false, 0.96}, // one 32 KiB log block of ~370-byte records: ~90 of the ~3,000 keys
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := t.TempDir()
@@ -181,12 +181,12 @@ func TestRepairComparedWithGoleveldbRecover(t *testing.T) {
 			}
 			// goleveldb's Recover may fail outright: that is an outcome to
 			// report, not a failure of this test.
-			theirKeys := "failed"
+			theirKeys, theirN := "failed", -1
 			if gdb, err := leveldb.RecoverFile(theirs, nil); err != nil {
 				theirKeys = "failed: " + err.Error()
 			} else {
-				n := checkAgainstModel(t, "goleveldb Recover", scanGoleveldb(t, gdb), want, ops, tc.lossless, 0)
-				theirKeys = strconv.Itoa(n)
+				theirN = checkAgainstModel(t, "goleveldb Recover", scanGoleveldb(t, gdb), want, ops, tc.lossless, 0)
+				theirKeys = strconv.Itoa(theirN)
 				gdb.Close()
 			}
 			sdb := openGoleveldb(t, ours)
@@ -201,6 +201,9 @@ func TestRepairComparedWithGoleveldbRecover(t *testing.T) {
 			s.Close()
 			t.Logf("%s: model %d keys; shale Repair kept %d (lost reported: %v), goleveldb Recover kept %s",
 				tc.name, len(want), ourKeys, rep.Lost(), theirKeys)
+			if ourKeys < theirN {
+				t.Errorf("%s: shale Repair kept %d keys, goleveldb Recover %d", tc.name, ourKeys, theirN)
+			}
 			if tc.lossless != !rep.Lost() {
 				t.Errorf("Repair reports lost=%v, want %v", rep.Lost(), !tc.lossless)
 			}
