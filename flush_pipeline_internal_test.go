@@ -170,28 +170,36 @@ func checkNewValues(t *testing.T, db *DB, base, n int, where string) {
 	}
 }
 
+// newerFlushFirst opens a database on a gateFS, fills two memtables with
+// keys 0 to n-1 (see fillTwoMemtables), and lets the newer one's flush
+// write and sync its table while the older one's Sync is held. It returns
+// the two tables' numbers.
+func newerFlushFirst(t *testing.T, n int) (g *gateFS, db *DB, opts *Options, older, newer uint64) {
+	t.Helper()
+	g = newGateFS()
+	opts = &Options{disableAutoCompactions: true}
+	db = reviewMustOpen(t, g, opts)
+	g.arm(t)
+	fillTwoMemtables(t, db, 0, n)
+	older, newer = flushTables(t, db)
+	if older >= newer {
+		t.Fatalf("the older memtable's table is %06d, the newer one's %06d; want them numbered in order", older, newer)
+	}
+	g.release(newer, nil)
+	waitFor(t, g.synced, filename.Make(reviewDir, filename.Table, newer), "the newer table's sync")
+	return g, db, opts, older, newer
+}
+
 // TestFlushesRecordTablesOldestFirst: the two immutable memtables are
 // written side by side, but the newer one's table, written first while
 // the older one's sync is held, is recorded only after the older one's;
 // level 0 then orders them by age and reads see the newer values, before
 // and after a reopen.
 func TestFlushesRecordTablesOldestFirst(t *testing.T) {
-	g := newGateFS()
-	opts := &Options{disableAutoCompactions: true}
-	db := reviewMustOpen(t, g, opts)
-	g.arm(t)
 	const n = 200
-	fillTwoMemtables(t, db, 0, n)
-
-	older, newer := flushTables(t, db)
-	if older >= newer {
-		t.Fatalf("the older memtable's table is %06d, the newer one's %06d; want them numbered in order", older, newer)
-	}
-	// The newer memtable's table is written and synced while the older
-	// one's sync is held...
-	g.release(newer, nil)
-	waitFor(t, g.synced, filename.Make(reviewDir, filename.Table, newer), "the newer table's sync")
-	// ...but not recorded: nothing is in level 0 yet, both memtables
+	g, db, opts, older, newer := newerFlushFirst(t, n)
+	// The newer memtable's table was written and synced while the older
+	// one's sync is held, but not recorded: nothing is in level 0 yet, both memtables
 	// still wait.
 	time.Sleep(20 * time.Millisecond)
 	if l0, imm := db.l0Tables.Load(), db.Metrics().ImmutableMemtables; l0 != 0 || imm != 2 {
@@ -226,15 +234,8 @@ func TestFlushesRecordTablesOldestFirst(t *testing.T) {
 // writes fail with the flush's error, and a reopen recovers every write
 // from the WALs.
 func TestFailedOlderFlushAbandonsNewer(t *testing.T) {
-	g := newGateFS()
-	opts := &Options{disableAutoCompactions: true}
-	db := reviewMustOpen(t, g, opts)
-	g.arm(t)
 	const n = 200
-	fillTwoMemtables(t, db, 0, n)
-	older, newer := flushTables(t, db)
-	g.release(newer, nil)
-	waitFor(t, g.synced, filename.Make(reviewDir, filename.Table, newer), "the newer table's sync")
+	g, db, opts, older, _ := newerFlushFirst(t, n)
 	g.release(older, vfs.ErrInjected)
 	if err := db.Flush(); !errors.Is(err, vfs.ErrInjected) {
 		t.Fatalf("Flush after the failed flush: %v; want the injected error", err)
