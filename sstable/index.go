@@ -78,11 +78,9 @@ func indexHandle(index []byte, e indexEntry) []byte {
 	return index[o : o+uint32(e.hlen)]
 }
 
-// seekIndex returns the first entry whose key is >= key, or len(tab).
+// seekIndex returns the first entry whose key is >= key, or len(tab). key
+// is an internal key (Get's seek key).
 func seekIndex(index []byte, tab []indexEntry, key []byte) int {
-	if !ikey.Valid(key) {
-		return seekIndexSlow(index, tab, key)
-	}
 	p0, p1 := ikey.Prefixes(ikey.UserKey(key))
 	lo, hi := 0, len(tab)
 	for lo < hi {
@@ -98,21 +96,6 @@ func seekIndex(index []byte, tab []indexEntry, key []byte) int {
 			less = ikey.Compare(indexKey(index, *e), key) < 0
 		}
 		if less {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
-}
-
-// seekIndexSlow is seekIndex comparing whole keys, for a key too short to
-// be an internal key.
-func seekIndexSlow(index []byte, tab []indexEntry, key []byte) int {
-	lo, hi := 0, len(tab)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if ikey.Compare(indexKey(index, tab[m]), key) < 0 {
 			lo = m + 1
 		} else {
 			hi = m
