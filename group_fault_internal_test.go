@@ -18,7 +18,7 @@ import (
 // after a reopen every acknowledged batch is there whole and every batch
 // is whole or absent.
 func TestGroupCommitFaults(t *testing.T) {
-	const writers, perWriter = 8, 40
+	const writers, perWriter = 8, 80 // enough Sync writes that the 40th WAL sync comes mid-way
 	for op, ns := range map[vfs.Op][]int{vfs.OpWrite: {5, 20, 60}, vfs.OpSync: {3, 15, 40}} {
 		for _, n := range ns {
 			t.Run(fmt.Sprint(op, n), func(t *testing.T) {
