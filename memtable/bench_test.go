@@ -302,3 +302,20 @@ func seekFew(m *Memtable, key []byte) {
 	}
 	it.Close()
 }
+
+// BenchmarkAddDescending adds keys in descending order, each below every
+// key before it, to memtables of benchEntries entries.
+func BenchmarkAddDescending(b *testing.B) {
+	var k [benchKeyLen]byte
+	m := New()
+	b.ReportAllocs()
+	cpu := startCPU(b)
+	for i := 0; i < b.N; i++ {
+		if i%benchEntries == 0 {
+			m = New()
+		}
+		binary.BigEndian.PutUint64(k[8:], uint64(1<<40-i))
+		m.Add(uint64(i+1), ikey.KindSet, k[:], benchValue)
+	}
+	cpu.stop(0)
+}

@@ -1,6 +1,7 @@
 package memtable
 
 import (
+	"math"
 	"slices"
 
 	"github.com/google/btree"
@@ -17,9 +18,10 @@ const leafCap = 128
 const btreeDegree = 32
 
 // leaf is a sorted run of entries, one leaf of an index. Its entries are
-// the index's entries in [lo, hi): lo is at most its first entry, and hi
-// is the next leaf's lo (the last leaf has none). Leaves are never empty
-// once an insert returns, and never shrink but by a split.
+// the index's entries in [lo, hi): lo is at most its first entry (the first
+// leaf's is minEntry), and hi is the next leaf's lo (the last leaf has
+// none). Leaves are never empty once an insert returns, and never shrink
+// but by a split.
 type leaf struct {
 	ents  []entry // ascending; capacity leafCap
 	lo    entry
@@ -66,8 +68,13 @@ func newIndex() index {
 	return index{tree: btree.NewG(btreeDegree, lessItem)}
 }
 
-// leafFor returns the leaf whose range holds e, or nil if e is below the
-// first leaf's lower bound (or the index is empty).
+// minEntry is below every entry (the empty user key, with a trailer above
+// any real one's): the first leaf's lower bound, so that no insert ever
+// has to lower a leaf's bound.
+var minEntry = entry{trailer: math.MaxUint64}
+
+// leafFor returns the leaf whose range holds e, or nil if the index is
+// empty.
 func (x *index) leafFor(e entry) *leaf {
 	var found *leaf
 	x.tree.DescendLessOrEqual(leafItem{lo: e}, func(it leafItem) bool {
@@ -83,7 +90,8 @@ func (x *index) insert(e entry) (old entry, replaced bool) {
 	l := x.hint
 	if l == nil || less(e, l.lo) || (l.hasHi && !less(e, l.hi)) {
 		if l = x.leafFor(e); l == nil {
-			l = x.lowerFirst(e)
+			l = &leaf{ents: make([]entry, 0, leafCap), lo: minEntry}
+			x.tree.ReplaceOrInsert(leafItem{lo: l.lo, l: l})
 		}
 	}
 	n := len(l.ents)
@@ -102,19 +110,6 @@ func (x *index) insert(e entry) (old entry, replaced bool) {
 	l.ents = slices.Insert(l.ents, i, e)
 	x.hint = l
 	return entry{}, false
-}
-
-// lowerFirst makes e the lower bound of the first leaf, which it returns,
-// creating the leaf if the index is empty. e is below every entry.
-func (x *index) lowerFirst(e entry) *leaf {
-	l := &leaf{ents: make([]entry, 0, leafCap)}
-	if first, ok := x.tree.Min(); ok {
-		x.tree.Delete(first)
-		l = first.l
-	}
-	l.lo = e
-	x.tree.ReplaceOrInsert(leafItem{lo: e, l: l})
-	return l
 }
 
 // split makes room in the full leaf l for e, which belongs at position i,
@@ -153,8 +148,7 @@ func (x *index) ascend(fn func(entry) bool) {
 func (x *index) ascendGE(p entry, fn func(entry) bool) {
 	l := x.leafFor(p)
 	if l == nil {
-		x.ascend(fn)
-		return
+		return // empty: nothing is below minEntry
 	}
 	i := searchGE(l.ents, p)
 	if !eachUp(l.ents[i:], fn) || !l.hasHi {
@@ -174,7 +168,7 @@ func (x *index) descend(fn func(entry) bool) {
 func (x *index) descendLE(p entry, fn func(entry) bool) {
 	l := x.leafFor(p)
 	if l == nil {
-		return // p is below every entry
+		return // empty
 	}
 	i := searchGT(l.ents, p)
 	if !eachDown(l.ents[:i], fn) {

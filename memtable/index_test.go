@@ -175,7 +175,7 @@ func checkIndex(t *testing.T, x *index, model []entry, rng *rand.Rand) {
 }
 
 // TestIndexFillsLeavesInOrder checks that inserts in key order leave every
-// leaf but the last full, which is what keeps a memtable filled in order
+// leaf but the last full, and in descending order at least half full, which is what keeps a memtable filled in order
 // compact and its inserts from moving entries.
 func TestIndexFillsLeavesInOrder(t *testing.T) {
 	x := newIndex()
@@ -188,4 +188,16 @@ func TestIndexFillsLeavesInOrder(t *testing.T) {
 	if got := x.tree.Len(); got != n/leafCap {
 		t.Fatalf("%d leaves for %d entries in order, want %d", got, n, n/leafCap)
 	}
+	// In descending order every insert is below every entry: it goes to
+	// the first leaf, whose bound (minEntry) never moves, and leaves split
+	// in halves.
+	x = newIndex()
+	for i := n; i > 0; i-- {
+		binary.BigEndian.PutUint64(kb[:], uint64(i))
+		x.insert(testEntry(kb[:], 1, ""))
+	}
+	if got := x.tree.Len(); got > 2*n/leafCap+1 {
+		t.Fatalf("%d leaves for %d entries in descending order, want at most %d", got, n, 2*n/leafCap+1)
+	}
+	checkLeaves(t, &x)
 }
