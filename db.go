@@ -243,6 +243,8 @@ func (db *DB) Close() error {
 	err = errors.CombineErrors(err, db.mu.bgErr)
 	db.mu.Unlock()
 	err = errors.CombineErrors(err, db.releaseTables())
+	// Blocks that open iterators hold stay mapped until they are released.
+	db.blockCache.Close()
 	if db.vs != nil {
 		err = errors.CombineErrors(err, db.vs.Close())
 	}

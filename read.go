@@ -131,7 +131,7 @@ func (db *DB) getFromTable(f *manifest.FileMeta, key []byte, seq uint64) (v []by
 		return nil, true, tableOpenError(f, err)
 	}
 	defer release()
-	val, kind, found, err := r.Get(key, seq)
+	val, kind, found, err := r.Get(key, seq, nil)
 	switch {
 	case err != nil:
 		return nil, true, markCorruption(err)
@@ -140,7 +140,7 @@ func (db *DB) getFromTable(f *manifest.FileMeta, key []byte, seq uint64) (v []by
 	case kind == ikey.KindDelete:
 		return nil, true, ErrNotFound
 	}
-	return bytes.Clone(val), true, nil
+	return val, true, nil
 }
 
 // newIterator builds the iterator stack at seq: a merging iterator over

@@ -51,7 +51,7 @@ func BenchmarkGet(b *testing.B) {
 		b.Run(fmt.Sprintf("cache=%v", c != nil), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				u := ikey.UserKey(entries[(i*7919)%n].key)
-				if _, _, found, err := r.Get(u, ikey.MaxSeq); !found || err != nil {
+				if _, _, found, err := r.Get(u, ikey.MaxSeq, nil); !found || err != nil {
 					b.Fatal(found, err)
 				}
 			}

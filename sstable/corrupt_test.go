@@ -48,7 +48,7 @@ func readAll(t *testing.T, b []byte, model []kv) error {
 		return err
 	}
 	for _, e := range model {
-		v, _, found, err := r.Get(ikey.UserKey(e.key), ikey.Seq(e.key))
+		v, _, found, err := r.Get(ikey.UserKey(e.key), ikey.Seq(e.key), nil)
 		if err != nil {
 			return err
 		}
@@ -254,7 +254,7 @@ func TestFilterNames(t *testing.T) {
 		if r.HasFilter() != tc.used {
 			t.Fatalf("%s: HasFilter %v", tc.name, r.HasFilter())
 		}
-		_, _, found, err := r.Get([]byte("k00100"), 5)
+		_, _, found, err := r.Get([]byte("k00100"), 5, nil)
 		if err != nil || found != tc.wantFound {
 			t.Fatalf("%s: Get found=%v err=%v, want found=%v", tc.name, found, err, tc.wantFound)
 		}

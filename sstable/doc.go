@@ -15,7 +15,7 @@
 // iterates over every entry:
 //
 //	r, err := sstable.Open(f, size, sstable.ReaderOptions{FileName: name, FileNum: n, Cache: c})
-//	value, kind, found, err := r.Get(ukey, seq)
+//	value, kind, found, err := r.Get(ukey, seq, nil)
 //	it := r.NewIter()
 //
 // A Writer is for one goroutine. A Reader is safe for concurrent use; each

@@ -28,9 +28,9 @@ func Example() {
 	}
 	// The newest version of "apple" visible at sequence number 5 is the
 	// deletion at 3.
-	_, kind, found, _ := r.Get([]byte("apple"), 5)
+	_, kind, found, _ := r.Get([]byte("apple"), 5, nil)
 	fmt.Println(found, kind)
-	v, kind, found, _ := r.Get([]byte("apple"), 100)
+	v, kind, found, _ := r.Get([]byte("apple"), 100, nil)
 	fmt.Println(found, kind, string(v))
 
 	it := r.NewIter()

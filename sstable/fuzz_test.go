@@ -195,7 +195,7 @@ func fuzzReadTable(t *testing.T, b []byte, verify bool) {
 		t.Fatalf("forward %d keys, backward %d, or in another order", len(keys), len(back))
 	}
 	for _, k := range keys {
-		_, _, _, err := r.Get(ikey.UserKey(k), ikey.Seq(k))
+		_, _, _, err := r.Get(ikey.UserKey(k), ikey.Seq(k), nil)
 		check(err)
 		it = r.NewIter()
 		it.SeekGE(k)

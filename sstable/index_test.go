@@ -41,8 +41,8 @@ func TestIndexTableGet(t *testing.T) {
 	plain.indexTab = nil
 	for _, p := range probeKeys(entries) {
 		u, seq := ikey.UserKey(p), ikey.Seq(p)
-		v1, k1, f1, e1 := r.Get(u, seq)
-		v2, k2, f2, e2 := plain.Get(u, seq)
+		v1, k1, f1, e1 := r.Get(u, seq, nil)
+		v2, k2, f2, e2 := plain.Get(u, seq, nil)
 		if !bytes.Equal(v1, v2) || k1 != k2 || f1 != f2 || (e1 == nil) != (e2 == nil) {
 			t.Fatalf("Get(%s): through the table %q %v %v %v, through the block %q %v %v %v",
 				ikey.String(p), v1, k1, f1, e1, v2, k2, f2, e2)

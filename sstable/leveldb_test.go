@@ -61,7 +61,7 @@ func TestReadLevelDBTable(t *testing.T) {
 	ok := it.First()
 	for i := 0; i < 600; i++ {
 		u := []byte(fmt.Sprintf("key%06d", i))
-		v, kind, found, err := r.Get(u, ikey.MaxSeq)
+		v, kind, found, err := r.Get(u, ikey.MaxSeq, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func TestReadLevelDBTable(t *testing.T) {
 		for ok && bytes.Equal(ikey.UserKey(it.Key()), u) {
 			ok = it.Next() // skip older versions, if LevelDB kept any
 		}
-		if _, _, found, _ := r.Get(append(u, 'x'), ikey.MaxSeq); found {
+		if _, _, found, _ := r.Get(append(u, 'x'), ikey.MaxSeq, nil); found {
 			t.Fatalf("absent key %sx found", u)
 		}
 	}

@@ -251,12 +251,9 @@ func (t *Reader) verifyRaw(h BlockHandle, buf []byte) ([]byte, byte, error) {
 
 // decodeSnappy decodes a snappy block after bounding its claimed length.
 func (t *Reader) decodeSnappy(src []byte, off int64, dst []byte) ([]byte, error) {
-	n, err := snappy.DecodedLen(src)
+	n, err := t.snappyLen(src, off)
 	if err != nil {
-		return nil, t.corrupt(off, "snappy block header: %v", err)
-	}
-	if limit := min(uint64(len(src))*maxSnappyExpansion, maxDecodedLen); uint64(n) > limit {
-		return nil, t.corrupt(off, "snappy block claims %d decoded bytes from %d (limit %d)", n, len(src), limit)
+		return nil, err
 	}
 	if cap(dst) < n {
 		dst = make([]byte, n)
@@ -268,37 +265,103 @@ func (t *Reader) decodeSnappy(src []byte, off int64, dst []byte) ([]byte, error)
 	return dst, nil
 }
 
-// dataBlock returns the decoded data block at h, from the cache if it has
-// it; a block read from the file is added to the cache unless noFill or
-// the reading iterator is deep in a long scan (see readahead.longScan). ra,
-// if not nil, is the reading iterator's readahead, which serves blocks
-// read in order from larger reads.
-func (t *Reader) dataBlock(h BlockHandle, noFill bool, ra *readahead) ([]byte, error) {
-	if b, ok := t.opts.Cache.Get(t.opts.FileNum, h.Offset); ok {
-		return b, nil
+// snappyLen returns the decoded length a snappy block claims, once it is
+// found plausible.
+func (t *Reader) snappyLen(src []byte, off int64) (int, error) {
+	n, err := snappy.DecodedLen(src)
+	if err != nil {
+		return 0, t.corrupt(off, "snappy block header: %v", err)
+	}
+	if limit := min(uint64(len(src))*maxSnappyExpansion, maxDecodedLen); uint64(n) > limit {
+		return 0, t.corrupt(off, "snappy block claims %d decoded bytes from %d (limit %d)", n, len(src), limit)
+	}
+	return n, nil
+}
+
+// dataBlock returns the decoded data block at h and the cache Value that
+// holds it, which the caller releases when it stops reading the block. The
+// block comes from the cache if it has it; a block read from the file is
+// added to it unless noFill or the reading iterator is deep in a long scan
+// (see readahead.longScan). ra, if not nil, is the reading iterator's
+// readahead, which serves blocks read in order from larger reads; a block
+// that goes to no cache is decoded into ra's own buffers and has no Value.
+func (t *Reader) dataBlock(h BlockHandle, noFill bool, ra *readahead) ([]byte, *cache.Value, error) {
+	if v := t.opts.Cache.Get(t.opts.FileNum, h.Offset); v != nil {
+		return v.Bytes(), v, nil
 	}
 	raw, err := ra.block(t, h)
 	keep := !noFill && !ra.longScan()
-	var b []byte
+	var v *cache.Value
 	switch {
 	case err != nil:
 	case raw != nil && !keep:
 		// A block no one else will see is decoded into the iterator's
 		// own buffers.
-		b, err = t.decodeRaw(h, raw, ra.scratch())
+		b, err := t.decodeRaw(h, raw, ra.scratch())
 		ra.used(b)
+		return b, nil, err
 	case raw != nil:
-		b, err = t.decodeRaw(h, raw, nil)
+		v, err = t.decodeValue(h, raw)
 	default:
-		b, err = t.readBlock(h)
+		v, err = t.readDataBlock(h)
 	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if keep {
+		t.opts.Cache.Set(t.opts.FileNum, h.Offset, v)
+	}
+	return v.Bytes(), v, nil
+}
+
+// readDataBlock reads the block at h from the file and decodes it into a
+// new Value.
+func (t *Reader) readDataBlock(h BlockHandle) (*cache.Value, error) {
+	if err := t.checkHandle(h); err != nil {
+		return nil, err
+	}
+	n := int(h.Length + TrailerLen)
+	var buf []byte
+	if n <= rawPoolMax {
+		bp := rawPool.Get().(*[]byte)
+		defer rawPool.Put(bp)
+		buf = (*bp)[:n]
+	} else {
+		buf = make([]byte, n)
+	}
+	if err := t.readAt(buf, int64(h.Offset)); err != nil {
+		return nil, err
+	}
+	return t.decodeValue(h, buf)
+}
+
+// decodeValue verifies and decodes the block at h from raw, its bytes and
+// trailer, into a new Value from the cache (a nil cache gives a Go one).
+func (t *Reader) decodeValue(h BlockHandle, raw []byte) (*cache.Value, error) {
+	stored, typ, err := t.verifyRaw(h, raw)
 	if err != nil {
 		return nil, err
 	}
-	if keep {
-		t.opts.Cache.Set(t.opts.FileNum, h.Offset, b)
+	off := int64(h.Offset)
+	switch typ {
+	case blockTypeNone:
+		v := t.opts.Cache.Alloc(len(stored))
+		copy(v.Bytes(), stored)
+		return v, nil
+	case blockTypeSnappy:
+		n, err := t.snappyLen(stored, off)
+		if err != nil {
+			return nil, err
+		}
+		v := t.opts.Cache.Alloc(n)
+		if _, err := t.decodeSnappy(stored, off, v.Bytes()); err != nil {
+			v.Release()
+			return nil, err
+		}
+		return v, nil
 	}
-	return b, nil
+	_, err = t.decodeBlock(stored, typ, off, nil)
+	return nil, err
 }
 
 // decodeRaw verifies and decodes the block at h from raw, its bytes and
@@ -335,10 +398,9 @@ func (t *Reader) blockHandle(v []byte) (BlockHandle, error) {
 // ukey. The bloom filter is consulted first. found is false if there is no
 // such entry; a deletion is found with kind ikey.KindDelete.
 //
-// value aliases a block that is never modified and may be shared through
-// the block cache: it stays valid indefinitely, but the caller must not
-// modify it (copy it to hand it to users).
-func (t *Reader) Get(ukey []byte, seq uint64) (value []byte, kind ikey.Kind, found bool, err error) {
+// A value found is appended to dst[:0] (so dst, if it has room, holds it):
+// the block it was read from may be reused once Get returns.
+func (t *Reader) Get(ukey []byte, seq uint64, dst []byte) (value []byte, kind ikey.Kind, found bool, err error) {
 	seek := ikey.SeekKey(ukey, seq)
 	var pos indexPos
 	h, ok, err := pos.seek(t, seek)
@@ -348,27 +410,15 @@ func (t *Reader) Get(ukey []byte, seq uint64) (value []byte, kind ikey.Kind, fou
 	if t.filter != nil && !t.filter.mayContain(h.Offset, bloomHash(ukey)) {
 		return nil, 0, false, nil
 	}
-	var data blockIter
 	for {
-		b, err := t.dataBlock(h, false, nil)
+		b, v, err := t.dataBlock(h, false, nil)
 		if err != nil {
 			return nil, 0, false, err
 		}
-		if err := data.init(b, true, t.opts.FileName, int64(h.Offset)); err != nil {
-			return nil, 0, false, err
-		}
-		if data.SeekGE(seek) {
-			u, _, k, ok := ikey.Parse(data.key)
-			if !ok {
-				return nil, 0, false, t.corrupt(int64(h.Offset), "entry %s has an unknown kind", ikey.String(data.key))
-			}
-			if string(u) != string(ukey) {
-				return nil, 0, false, nil
-			}
-			return data.val, k, true, nil
-		}
-		if data.err != nil {
-			return nil, 0, false, data.err
+		value, kind, found, done, err := t.getInBlock(b, h, ukey, seek, dst)
+		v.Release()
+		if done {
+			return value, kind, found, err
 		}
 		// Every entry of this block is < seek: the answer, if any, is the
 		// first entry of the next block.
@@ -376,6 +426,26 @@ func (t *Reader) Get(ukey []byte, seq uint64) (value []byte, kind ikey.Kind, fou
 			return nil, 0, false, err
 		}
 	}
+}
+
+// getInBlock is Get's search of one block, b at h. done is false when
+// every entry of the block is below seek.
+func (t *Reader) getInBlock(b []byte, h BlockHandle, ukey, seek, dst []byte) (value []byte, kind ikey.Kind, found, done bool, err error) {
+	var data blockIter
+	if err := data.init(b, true, t.opts.FileName, int64(h.Offset)); err != nil {
+		return nil, 0, false, true, err
+	}
+	if !data.SeekGE(seek) {
+		return nil, 0, false, data.err != nil, data.err
+	}
+	u, _, k, ok := ikey.Parse(data.key)
+	if !ok {
+		return nil, 0, false, true, t.corrupt(int64(h.Offset), "entry %s has an unknown kind", ikey.String(data.key))
+	}
+	if string(u) != string(ukey) {
+		return nil, 0, false, true, nil
+	}
+	return append(dst[:0], data.val...), k, true, true, nil
 }
 
 // indexPos is Get's position in the index: in indexTab when the table has

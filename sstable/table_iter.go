@@ -1,6 +1,9 @@
 package sstable
 
-import "github.com/shale-db/shale/internal/iterator"
+import (
+	"github.com/shale-db/shale/internal/cache"
+	"github.com/shale-db/shale/internal/iterator"
+)
 
 // tableIter is the two-level iterator over a table: the index block picks a
 // data block, whose iterator gives the entries. Empty or exhausted data
@@ -14,8 +17,12 @@ type tableIter struct {
 
 	block    []byte // the decoded data block data iterates over
 	blockOff uint64 // its offset; meaningful when block != nil
-	ra       readahead
-	err      error
+	// cur holds block when it came through the cache, prev the block
+	// before it: both stay valid until the next block replaces them (see
+	// readahead.scratch for why the one before the current one too).
+	cur, prev *cache.Value
+	ra        readahead
+	err       error
 }
 
 var _ iterator.Iterator = (*tableIter)(nil)
@@ -28,11 +35,13 @@ func (it *tableIter) loadBlock() bool {
 		return false
 	}
 	if it.block == nil || it.blockOff != h.Offset {
-		b, err := it.t.dataBlock(h, it.noFill, &it.ra)
+		b, v, err := it.t.dataBlock(h, it.noFill, &it.ra)
 		if err != nil {
 			it.err = err
 			return false
 		}
+		it.prev.Release()
+		it.prev, it.cur = it.cur, v
 		it.block, it.blockOff = b, h.Offset
 	}
 	if err := it.data.init(it.block, true, it.t.opts.FileName, int64(h.Offset)); err != nil {
@@ -166,8 +175,9 @@ func (it *tableIter) Key() []byte {
 	return it.data.key
 }
 
-// Value returns the current value. It aliases an immutable block, so it
-// stays valid after the iterator moves, but must not be modified.
+// Value returns the current value. It aliases a block that must not be
+// modified, and stays valid until the iterator has moved to the block after
+// the next one, or closes.
 func (it *tableIter) Value() []byte {
 	if !it.data.valid {
 		return nil
@@ -181,6 +191,9 @@ func (it *tableIter) Err() error { return it.err }
 // Close releases the iterator and returns Err. Calling it twice is safe.
 func (it *tableIter) Close() error {
 	it.ra.release()
+	it.prev.Release()
+	it.cur.Release()
+	it.prev, it.cur = nil, nil
 	it.block = nil
 	it.data.data = nil
 	it.data.valid = false

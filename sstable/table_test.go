@@ -61,7 +61,7 @@ func checkGets(t *testing.T, r *Reader, model []kv) {
 					want = &model[j]
 				}
 			}
-			v, kind, found, err := r.Get(u, s)
+			v, kind, found, err := r.Get(u, s, nil)
 			switch {
 			case err != nil:
 				t.Fatalf("Get(%q, %d): %v", u, s, err)
@@ -72,7 +72,7 @@ func checkGets(t *testing.T, r *Reader, model []kv) {
 			}
 		}
 		absent := append(append([]byte(nil), u...), 0xfe, 0xfe)
-		if _, _, found, err := r.Get(absent, ikey.MaxSeq); err != nil || (found && !modelHasUser(model, absent)) {
+		if _, _, found, err := r.Get(absent, ikey.MaxSeq, nil); err != nil || (found && !modelHasUser(model, absent)) {
 			t.Fatalf("Get(absent %q) = %v, %v", absent, found, err)
 		}
 	}
@@ -228,7 +228,7 @@ func TestBloomFalsePositiveRate(t *testing.T) {
 	var fp int
 	for i := 0; i < n; i++ {
 		// Every present key must pass its block's filter.
-		if _, _, found, err := r.Get(ikey.UserKey(model[i].key), 1); !found || err != nil {
+		if _, _, found, err := r.Get(ikey.UserKey(model[i].key), 1, nil); !found || err != nil {
 			t.Fatalf("present key %d not found: %v", i, err)
 		}
 	}
@@ -264,7 +264,7 @@ func TestFilterSkipsReads(t *testing.T) {
 	}
 	counter.n = 0
 	for i := 0; i < 1000; i++ {
-		if _, _, found, err := r.Get([]byte(fmt.Sprintf("k%06d", i*2+1)), 1); found || err != nil {
+		if _, _, found, err := r.Get([]byte(fmt.Sprintf("k%06d", i*2+1)), 1, nil); found || err != nil {
 			t.Fatalf("absent key found or error %v", err)
 		}
 	}
@@ -336,7 +336,7 @@ func TestConcurrentReaders(t *testing.T) {
 					t.Errorf("SeekGE(%s): %v", ikey.String(e.key), it.Err())
 					return
 				}
-				if _, _, found, err := r.Get(ikey.UserKey(e.key), ikey.Seq(e.key)); !found || err != nil {
+				if _, _, found, err := r.Get(ikey.UserKey(e.key), ikey.Seq(e.key), nil); !found || err != nil {
 					t.Errorf("Get(%s): %v %v", ikey.String(e.key), found, err)
 					return
 				}
@@ -344,4 +344,61 @@ func TestConcurrentReaders(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+}
+
+// With a cache so small that nearly every block read evicts another,
+// iterators in several goroutines read every value right, including the one
+// they returned a step before (valid until the block after the next one is
+// loaded), while Gets run beside them; once all are closed, the only blocks
+// still out of the cache's free lists are the cached ones. Test binaries
+// poison released blocks, so a block read after its release shows here.
+func TestBlocksOutliveEviction(t *testing.T) {
+	model := randomEntries(rand.New(rand.NewSource(21)), 3000, 300)
+	c := cache.New(16 * 1200) // about one 512-byte block per shard
+	r := openTable(t, writeTable(t, model, WriterOptions{BlockSize: 512}), ReaderOptions{FileNum: 1, Cache: c})
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(g)))
+			it := r.NewIter()
+			defer it.Close()
+			for round := 0; round < 20; round++ {
+				i := rng.Intn(len(model))
+				ok := it.SeekGE(model[i].key)
+				var prev []byte
+				prevI := -1
+				for steps := 0; ok && steps < 200; steps++ {
+					if !bytes.Equal(it.Value(), model[i].val) {
+						t.Errorf("entry %d: value %.20q, want %.20q", i, it.Value(), model[i].val)
+						return
+					}
+					if prevI >= 0 && !bytes.Equal(prev, model[prevI].val) {
+						t.Errorf("entry %d's value changed one step later: %.20q", prevI, prev)
+						return
+					}
+					prev, prevI = it.Value(), i
+					if g%2 == 0 {
+						ok, i = it.Next(), i+1
+					} else {
+						ok, i = it.Prev(), i-1
+					}
+					e := model[rng.Intn(len(model))]
+					if v, _, found, err := r.Get(ikey.UserKey(e.key), ikey.Seq(e.key), nil); !found || err != nil || !bytes.Equal(v, e.val) {
+						t.Errorf("Get(%s) = %.20q %v %v", ikey.String(e.key), v, found, err)
+						return
+					}
+				}
+				if err := it.Err(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	if m := c.Metrics(); m.Buffers != m.Count || m.Count == 0 {
+		t.Fatalf("after every reader closed: %d buffers out, %d cached", m.Buffers, m.Count)
+	}
 }

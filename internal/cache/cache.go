@@ -2,15 +2,18 @@
 // bounded by bytes and keyed by (file number, block offset).
 //
 // Use one Cache for the whole database. sstable.Reader looks a block up with
-// Get before reading it from its file and stores what it read with Set; the
-// engine calls EvictFile when it deletes a table so that its blocks stop
-// taking room.
+// Get before reading it from its file, decodes what it read into a buffer
+// from Alloc and stores it with Set; the engine calls EvictFile when it
+// deletes a table so that its blocks stop taking room, and Close when the
+// database closes.
 //
 // A Cache is safe for concurrent use. It is split into shards (each an LRU
 // list behind its own mutex) so that readers of different blocks rarely
-// contend. Cached values are shared by every reader and must never be
-// modified; the garbage collector keeps a value alive for as long as anyone
-// holds it, so eviction never invalidates a slice a reader is using.
+// contend. A cached block is a *Value, reference-counted: Get and Alloc
+// return one holding a reference, which the caller gives back with Release
+// once it no longer reads the bytes; the cache holds its own while the
+// block is cached. The bytes live outside the Go heap (see alloc.go) and
+// are reused after the last Release, so reading them after it is a bug.
 package cache
 
 import (
@@ -31,8 +34,34 @@ const entryOverhead = 64
 // nothing: Get always misses and Set does nothing.
 type Cache struct {
 	shards [numShards]shard
+	alloc  allocator
 	hits   atomic.Int64
 	misses atomic.Int64
+}
+
+// Value is a block's bytes with a reference count. The zero value is not
+// usable; a nil *Value is, and Release on it does nothing.
+type Value struct {
+	buf  []byte
+	refs atomic.Int32
+	a    *allocator // nil: buf is on the Go heap
+}
+
+// Bytes returns the value's bytes, valid until the caller's Release.
+func (v *Value) Bytes() []byte { return v.buf }
+
+// Release gives back one reference. The last one frees the bytes.
+func (v *Value) Release() {
+	if v == nil {
+		return
+	}
+	switch n := v.refs.Add(-1); {
+	case n < 0:
+		panic("cache: Value released more often than acquired")
+	case n == 0 && v.a != nil:
+		v.a.release(v.buf)
+		v.buf = nil
+	}
 }
 
 // Metrics is a snapshot of a cache's counters.
@@ -45,6 +74,14 @@ type Metrics struct {
 	Count int
 	// Hits and Misses count Get calls since New.
 	Hits, Misses int64
+	// Mapped is the memory mapped for blocks outside the Go heap, which
+	// Size's blocks occupy along with blocks readers still hold and
+	// free buffers awaiting reuse.
+	Mapped int64
+	// Buffers counts the blocks in Mapped's memory not yet released by
+	// everyone: the cached ones and those readers hold. Once every reader
+	// is done, it equals Count (less blocks too large for the maps).
+	Buffers int
 }
 
 // New returns a cache that holds at most capacity bytes of values (plus a
@@ -56,6 +93,7 @@ func New(capacity int64) *Cache {
 	if per < 0 {
 		per = 0
 	}
+	c.alloc.limit = 2*max(capacity, 0) + 4*chunkSize
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.capacity = per
@@ -65,29 +103,47 @@ func New(capacity int64) *Cache {
 	return c
 }
 
-// Get returns the value cached for block offset of file fileNum, and
-// whether there was one. The value must not be modified.
-func (c *Cache) Get(fileNum, offset uint64) ([]byte, bool) {
+// Get returns the value cached for block offset of file fileNum, holding
+// a reference the caller must Release, or nil.
+func (c *Cache) Get(fileNum, offset uint64) *Value {
 	if c == nil {
-		return nil, false
+		return nil
 	}
-	v, ok := c.shard(fileNum, offset).get(fileNum, offset)
-	if ok {
+	v := c.shard(fileNum, offset).get(fileNum, offset)
+	if v != nil {
 		c.hits.Add(1)
 	} else {
 		c.misses.Add(1)
 	}
-	return v, ok
+	return v
 }
 
-// Set caches value for block offset of file fileNum, replacing any value
+// Alloc returns a new Value of n bytes holding one reference, for a block
+// to be decoded into and then, perhaps, cached with Set. A nil Cache
+// allocates on the Go heap.
+func (c *Cache) Alloc(n int) *Value {
+	v := &Value{}
+	v.refs.Store(1)
+	if c == nil {
+		v.buf = make([]byte, n)
+		return v
+	}
+	var manual bool
+	if v.buf, manual = c.alloc.alloc(n); manual {
+		v.a = &c.alloc
+	}
+	return v
+}
+
+// Set caches v for block offset of file fileNum, replacing any value
 // already there, and evicts least recently used blocks to stay within the
-// capacity. The cache keeps value: the caller must not modify it afterwards.
-func (c *Cache) Set(fileNum, offset uint64, value []byte) {
+// capacity. The cache takes a reference of its own; the caller keeps its
+// own and must not modify v's bytes afterwards.
+func (c *Cache) Set(fileNum, offset uint64, v *Value) {
 	if c == nil {
 		return
 	}
-	c.shard(fileNum, offset).set(fileNum, offset, value)
+	c.shard(fileNum, offset).set(fileNum, offset, v)
 }
 
 // EvictFile drops every block of file fileNum. Call it when the file is
@@ -116,7 +172,28 @@ func (c *Cache) Metrics() Metrics {
 		m.Count += s.count
 		s.mu.Unlock()
 	}
+	c.alloc.mu.Lock()
+	m.Mapped, m.Buffers = c.alloc.mapped, c.alloc.live
+	c.alloc.mu.Unlock()
 	return m
+}
+
+// Close drops every cached block. The memory outside the Go heap is
+// returned to the system once the blocks that readers still hold are
+// released; Values allocated after Close come from the Go heap.
+func (c *Cache) Close() {
+	if c == nil {
+		return
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for _, e := range s.entries {
+			s.removeLocked(e)
+		}
+		s.mu.Unlock()
+	}
+	c.alloc.close()
 }
 
 // shard picks the shard of a key by mixing both numbers (a block offset
@@ -133,11 +210,12 @@ type blockKey struct{ fileNum, offset uint64 }
 // entry is one cached block, linked into its shard's LRU list.
 type entry struct {
 	fileNum, offset uint64
-	value           []byte
+	value           *Value
 	prev, next      *entry
 }
 
-func (e *entry) charge() int64 { return int64(len(e.value)) + entryOverhead }
+// charge counts the buffer's whole size class.
+func (e *entry) charge() int64 { return int64(cap(e.value.buf)) + entryOverhead }
 
 // shard is one LRU list. lru is a sentinel: lru.next is the most recently
 // used entry, lru.prev the least.
@@ -150,20 +228,21 @@ type shard struct {
 	lru      entry
 }
 
-func (s *shard) get(fileNum, offset uint64) ([]byte, bool) {
+func (s *shard) get(fileNum, offset uint64) *Value {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entries[blockKey{fileNum, offset}]
 	if e == nil {
-		return nil, false
+		return nil
 	}
 	s.unlink(e)
 	s.pushFront(e)
-	return e.value, true
+	e.value.refs.Add(1)
+	return e.value
 }
 
-func (s *shard) set(fileNum, offset uint64, value []byte) {
-	e := &entry{fileNum: fileNum, offset: offset, value: value}
+func (s *shard) set(fileNum, offset uint64, v *Value) {
+	e := &entry{fileNum: fileNum, offset: offset, value: v}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := blockKey{fileNum, offset}
@@ -173,6 +252,7 @@ func (s *shard) set(fileNum, offset uint64, value []byte) {
 	if e.charge() > s.capacity {
 		return
 	}
+	v.refs.Add(1)
 	s.entries[k] = e
 	s.pushFront(e)
 	s.size += e.charge()
@@ -198,6 +278,7 @@ func (s *shard) removeLocked(e *entry) {
 	s.size -= e.charge()
 	s.count--
 	delete(s.entries, blockKey{e.fileNum, e.offset})
+	e.value.Release()
 }
 
 func (s *shard) unlink(e *entry) {

@@ -20,71 +20,109 @@ func sameShardKeys(c *Cache, n int) []uint64 {
 	return offs
 }
 
+// set caches a copy of s and releases the caller's reference.
+func set(c *Cache, file, off uint64, s []byte) {
+	v := c.Alloc(len(s))
+	copy(v.Bytes(), s)
+	c.Set(file, off, v)
+	v.Release()
+}
+
+// get returns a copy of the cached bytes, or ok false.
+func get(c *Cache, file, off uint64) (string, bool) {
+	v := c.Get(file, off)
+	if v == nil {
+		return "", false
+	}
+	defer v.Release()
+	return string(v.Bytes()), true
+}
+
+// live returns the buffers handed out and not released.
+func live(c *Cache) int {
+	c.alloc.mu.Lock()
+	defer c.alloc.mu.Unlock()
+	return c.alloc.live
+}
+
 func TestGetSet(t *testing.T) {
 	c := New(1 << 20)
-	if _, ok := c.Get(1, 0); ok {
+	if _, ok := get(c, 1, 0); ok {
 		t.Fatal("empty cache hit")
 	}
-	c.Set(1, 0, []byte("a"))
-	c.Set(2, 0, []byte("b"))
-	c.Set(1, 4096, []byte("c"))
+	set(c, 1, 0, []byte("a"))
+	set(c, 2, 0, []byte("b"))
+	set(c, 1, 4096, []byte("c"))
 	for _, tc := range []struct {
 		file, off uint64
 		want      string
 	}{{1, 0, "a"}, {2, 0, "b"}, {1, 4096, "c"}} {
-		v, ok := c.Get(tc.file, tc.off)
-		if !ok || string(v) != tc.want {
+		v, ok := get(c, tc.file, tc.off)
+		if !ok || v != tc.want {
 			t.Fatalf("Get(%d,%d) = %q,%v want %q", tc.file, tc.off, v, ok, tc.want)
 		}
 	}
-	c.Set(1, 0, []byte("replaced"))
-	if v, _ := c.Get(1, 0); string(v) != "replaced" {
+	set(c, 1, 0, []byte("replaced"))
+	if v, _ := get(c, 1, 0); v != "replaced" {
 		t.Fatalf("after replace got %q", v)
 	}
 	m := c.Metrics()
 	if m.Count != 3 || m.Hits != 4 || m.Misses != 1 {
 		t.Fatalf("metrics %+v", m)
 	}
-	if want := int64(len("replaced")+len("b")+len("c")) + 3*entryOverhead; m.Size != want {
+	// Each value is charged its whole size class.
+	if want := int64(3 * (classStep + entryOverhead)); m.Size != want {
 		t.Fatalf("size %d want %d", m.Size, want)
+	}
+	if m.Mapped != chunkSize {
+		t.Fatalf("mapped %d, want one chunk", m.Mapped)
+	}
+	if n := live(c); n != 3 {
+		t.Fatalf("%d buffers out, want the 3 cached", n)
 	}
 }
 
 func TestLRUEviction(t *testing.T) {
-	// Each shard holds 1000 bytes: three 300-byte values (364 charged) do
-	// not fit, two do.
-	c := New(1000 * numShards)
+	// Each shard holds 1300 bytes: three 300-byte values (512+64 charged)
+	// do not fit, two do.
+	c := New(1300 * numShards)
 	offs := sameShardKeys(c, 3)
 	val := bytes.Repeat([]byte("x"), 300)
-	c.Set(1, offs[0], val)
-	c.Set(1, offs[1], val)
-	c.Get(1, offs[0]) // offs[1] is now least recently used
-	c.Set(1, offs[2], val)
-	if _, ok := c.Get(1, offs[1]); ok {
+	set(c, 1, offs[0], val)
+	set(c, 1, offs[1], val)
+	get(c, 1, offs[0]) // offs[1] is now least recently used
+	set(c, 1, offs[2], val)
+	if _, ok := get(c, 1, offs[1]); ok {
 		t.Fatal("least recently used entry survived")
 	}
 	for _, off := range []uint64{offs[0], offs[2]} {
-		if _, ok := c.Get(1, off); !ok {
+		if _, ok := get(c, 1, off); !ok {
 			t.Fatalf("offset %d evicted too early", off)
 		}
 	}
 	if m := c.Metrics(); m.Size > m.Capacity {
 		t.Fatalf("size %d over capacity %d", m.Size, m.Capacity)
 	}
+	if n := live(c); n != 2 {
+		t.Fatalf("%d buffers out, want the 2 cached: the evicted one was not freed", n)
+	}
 }
 
 func TestTooLargeNotCached(t *testing.T) {
 	c := New(1000 * numShards)
-	c.Set(1, 0, make([]byte, 2000))
-	if _, ok := c.Get(1, 0); ok {
+	set(c, 1, 0, make([]byte, 2000))
+	if _, ok := get(c, 1, 0); ok {
 		t.Fatal("value over a shard's capacity was cached")
 	}
 	if m := c.Metrics(); m.Size != 0 || m.Count != 0 {
 		t.Fatalf("metrics %+v", m)
 	}
+	if n := live(c); n != 0 {
+		t.Fatalf("%d buffers out after the uncached value's release", n)
+	}
 	z := New(0)
-	z.Set(1, 0, []byte("a"))
-	if _, ok := z.Get(1, 0); ok {
+	set(z, 1, 0, []byte("a"))
+	if _, ok := get(z, 1, 0); ok {
 		t.Fatal("zero-capacity cache kept a value")
 	}
 }
@@ -92,33 +130,135 @@ func TestTooLargeNotCached(t *testing.T) {
 func TestEvictFile(t *testing.T) {
 	c := New(1 << 20)
 	for off := uint64(0); off < 100*4096; off += 4096 {
-		c.Set(7, off, []byte("seven"))
-		c.Set(8, off, []byte("eight"))
+		set(c, 7, off, []byte("seven"))
+		set(c, 8, off, []byte("eight"))
 	}
 	c.EvictFile(7)
 	for off := uint64(0); off < 100*4096; off += 4096 {
-		if _, ok := c.Get(7, off); ok {
+		if _, ok := get(c, 7, off); ok {
 			t.Fatalf("file 7 offset %d survived EvictFile", off)
 		}
-		if v, ok := c.Get(8, off); !ok || string(v) != "eight" {
+		if v, ok := get(c, 8, off); !ok || v != "eight" {
 			t.Fatalf("file 8 offset %d lost", off)
 		}
 	}
-	if m := c.Metrics(); m.Count != 100 || m.Size != 100*(5+entryOverhead) {
+	if m := c.Metrics(); m.Count != 100 || m.Size != 100*(classStep+entryOverhead) {
 		t.Fatalf("metrics after EvictFile %+v", m)
+	}
+	if n := live(c); n != 100 {
+		t.Fatalf("%d buffers out, want file 8's 100", n)
 	}
 }
 
 func TestNilCache(t *testing.T) {
 	var c *Cache
-	c.Set(1, 0, []byte("a"))
-	if _, ok := c.Get(1, 0); ok {
+	v := c.Alloc(3)
+	copy(v.Bytes(), "abc")
+	c.Set(1, 0, v)
+	if string(v.Bytes()) != "abc" {
+		t.Fatalf("nil cache's Alloc gave %q", v.Bytes())
+	}
+	v.Release()
+	if c.Get(1, 0) != nil {
 		t.Fatal("nil cache hit")
 	}
 	c.EvictFile(1)
+	c.Close()
 	if m := c.Metrics(); m != (Metrics{}) {
 		t.Fatalf("nil metrics %+v", m)
 	}
+	var nv *Value
+	nv.Release()
+}
+
+// A reader's reference keeps a block's bytes intact after the cache evicts
+// it; the last Release frees them (test binaries poison freed bytes) and a
+// later Alloc of the same class reuses them.
+func TestReferenceOutlivesEviction(t *testing.T) {
+	c := New(1300 * numShards)
+	offs := sameShardKeys(c, 3)
+	set(c, 1, offs[0], bytes.Repeat([]byte("a"), 300))
+	held := c.Get(1, offs[0])
+	set(c, 1, offs[1], bytes.Repeat([]byte("b"), 300))
+	set(c, 1, offs[2], bytes.Repeat([]byte("c"), 300)) // evicts offs[0]
+	if c.Get(1, offs[0]) != nil {
+		t.Fatal("offs[0] still cached")
+	}
+	if got := held.Bytes(); !bytes.Equal(got, bytes.Repeat([]byte("a"), 300)) {
+		t.Fatalf("held block changed after eviction: %.20q", got)
+	}
+	buf := held.Bytes()
+	held.Release()
+	if buf[0] != 0xdd || buf[299] != 0xdd {
+		t.Fatalf("released block not poisoned: %.20q", buf)
+	}
+	again := c.Alloc(300)
+	if &again.Bytes()[0] != &buf[0] {
+		t.Fatal("freed buffer not reused by the next Alloc of its class")
+	}
+	again.Release()
+	if n := live(c); n != 2 {
+		t.Fatalf("%d buffers out, want the 2 cached", n)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a second Release of the last reference did not panic")
+		}
+	}()
+	again.Release()
+}
+
+func TestLargeAndOverLimitFromHeap(t *testing.T) {
+	c := New(0)
+	big := c.Alloc(maxManual + 1)
+	if big.a != nil || len(big.Bytes()) != maxManual+1 {
+		t.Fatalf("a %d-byte buffer came from the maps", maxManual+1)
+	}
+	big.Release()
+	// A zero-capacity cache may map up to its limit (4 chunks); further
+	// buffers come from the Go heap and still work.
+	var vs []*Value
+	for i := 0; i < 5*chunkSize/(64<<10); i++ {
+		v := c.Alloc(64 << 10)
+		v.Bytes()[len(v.Bytes())-1] = byte(i)
+		vs = append(vs, v)
+	}
+	if m := c.Metrics(); m.Mapped != c.alloc.limit {
+		t.Fatalf("mapped %d, want the limit %d", m.Mapped, c.alloc.limit)
+	}
+	if vs[len(vs)-1].a != nil {
+		t.Fatal("allocation past the limit came from the maps")
+	}
+	for i, v := range vs {
+		if v.Bytes()[len(v.Bytes())-1] != byte(i) {
+			t.Fatalf("buffer %d overwritten", i)
+		}
+		v.Release()
+	}
+}
+
+// Close frees the cache's blocks but unmaps only once the blocks readers
+// hold are released.
+func TestCloseWaitsForReaders(t *testing.T) {
+	c := New(1 << 20)
+	set(c, 1, 0, []byte("kept"))
+	held := c.Get(1, 0)
+	c.Close()
+	if c.Get(1, 0) != nil {
+		t.Fatal("hit after Close")
+	}
+	if m := c.Metrics(); m.Mapped != chunkSize || string(held.Bytes()) != "kept" {
+		t.Fatalf("after Close with a block held: mapped %d, block %q", m.Mapped, held.Bytes())
+	}
+	held.Release()
+	if m := c.Metrics(); m.Mapped != 0 {
+		t.Fatalf("mapped %d after the last release", m.Mapped)
+	}
+	after := c.Alloc(10)
+	if after.a != nil {
+		t.Fatal("Alloc after Close came from the maps")
+	}
+	after.Release()
 }
 
 func TestConcurrent(t *testing.T) {
@@ -131,11 +271,15 @@ func TestConcurrent(t *testing.T) {
 			for i := 0; i < 2000; i++ {
 				file, off := uint64(i%5), uint64(i%97)*4096
 				want := fmt.Sprintf("%d/%d", file, off)
-				if v, ok := c.Get(file, off); ok && string(v) != want {
-					t.Errorf("Get(%d,%d) = %q", file, off, v)
-					return
+				if v := c.Get(file, off); v != nil {
+					got := string(v.Bytes())
+					v.Release()
+					if got != want {
+						t.Errorf("Get(%d,%d) = %q", file, off, got)
+						return
+					}
 				}
-				c.Set(file, off, []byte(want))
+				set(c, file, off, []byte(want))
 				if i%500 == g {
 					c.EvictFile(file)
 				}
@@ -143,7 +287,15 @@ func TestConcurrent(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
-	if m := c.Metrics(); m.Size > m.Capacity {
+	m := c.Metrics()
+	if m.Size > m.Capacity {
 		t.Fatalf("size %d over capacity %d", m.Size, m.Capacity)
+	}
+	if n := live(c); n != m.Count {
+		t.Fatalf("%d buffers out, %d cached: references leaked", n, m.Count)
+	}
+	c.Close()
+	if m := c.Metrics(); m.Mapped != 0 {
+		t.Fatalf("mapped %d after Close", m.Mapped)
 	}
 }

@@ -89,7 +89,7 @@ func setup(t testing.TB, n int) (*countingFS, map[uint64]int64) {
 
 func checkGet(t testing.TB, r *sstable.Reader, num uint64, i int) {
 	t.Helper()
-	v, _, found, err := r.Get([]byte(fmt.Sprintf("k%04d", i)), 1)
+	v, _, found, err := r.Get([]byte(fmt.Sprintf("k%04d", i)), 1, nil)
 	if err != nil || !found || !bytes.Equal(v, value(num, i)) {
 		t.Fatalf("table %d key %d: %q %v %v", num, i, v, found, err)
 	}
@@ -322,7 +322,7 @@ func TestConcurrent(t *testing.T) {
 						return
 					}
 					k := (i * 7) % 200
-					v, _, found, err := r.Get([]byte(fmt.Sprintf("k%04d", k)), 1)
+					v, _, found, err := r.Get([]byte(fmt.Sprintf("k%04d", k)), 1, nil)
 					if err != nil || !found || !bytes.Equal(v, value(num, k)) {
 						t.Errorf("table %d key %d: %q %v %v", num, k, v, found, err)
 					}
