@@ -12,13 +12,15 @@
 // contend. A cached block is a *Value, reference-counted: Get and Alloc
 // return one holding a reference, which the caller gives back with Release
 // once it no longer reads the bytes; the cache holds its own while the
-// block is cached. The bytes live outside the Go heap (see alloc.go) and
+// block is cached. The bytes live outside the Go heap (package manual) and
 // are reused after the last Release, so reading them after it is a bug.
 package cache
 
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/shale-db/shale/internal/manual"
 )
 
 // numShards is the number of independent LRU lists. A power of two.
@@ -34,7 +36,7 @@ const entryOverhead = 64
 // nothing: Get always misses and Set does nothing.
 type Cache struct {
 	shards [numShards]shard
-	alloc  allocator
+	alloc  manual.Allocator
 	hits   atomic.Int64
 	misses atomic.Int64
 }
@@ -44,7 +46,7 @@ type Cache struct {
 type Value struct {
 	buf  []byte
 	refs atomic.Int32
-	a    *allocator // nil: buf is on the Go heap
+	a    *manual.Allocator // nil: buf is on the Go heap
 }
 
 // Bytes returns the value's bytes, valid until the caller's Release.
@@ -59,7 +61,7 @@ func (v *Value) Release() {
 	case n < 0:
 		panic("cache: Value released more often than acquired")
 	case n == 0 && v.a != nil:
-		v.a.release(v.buf)
+		v.a.Free(v.buf)
 		v.buf = nil
 	}
 }
@@ -93,7 +95,7 @@ func New(capacity int64) *Cache {
 	if per < 0 {
 		per = 0
 	}
-	c.alloc.limit = 2*max(capacity, 0) + 4*chunkSize
+	c.alloc.Limit = 2*max(capacity, 0) + 4*manual.ChunkSize
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.capacity = per
@@ -129,7 +131,7 @@ func (c *Cache) Alloc(n int) *Value {
 		return v
 	}
 	var manual bool
-	if v.buf, manual = c.alloc.alloc(n); manual {
+	if v.buf, manual = c.alloc.Alloc(n); manual {
 		v.a = &c.alloc
 	}
 	return v
@@ -172,9 +174,7 @@ func (c *Cache) Metrics() Metrics {
 		m.Count += s.count
 		s.mu.Unlock()
 	}
-	c.alloc.mu.Lock()
-	m.Mapped, m.Buffers = c.alloc.mapped, c.alloc.live
-	c.alloc.mu.Unlock()
+	m.Mapped, m.Buffers = c.alloc.Stats()
 	return m
 }
 
@@ -193,7 +193,7 @@ func (c *Cache) Close() {
 		}
 		s.mu.Unlock()
 	}
-	c.alloc.close()
+	c.alloc.Close()
 }
 
 // shard picks the shard of a key by mixing both numbers (a block offset

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/shale-db/shale/internal/manual"
 )
 
 // sameShardKeys returns n offsets of file 1 that all land in one shard, so
@@ -40,9 +42,8 @@ func get(c *Cache, file, off uint64) (string, bool) {
 
 // live returns the buffers handed out and not released.
 func live(c *Cache) int {
-	c.alloc.mu.Lock()
-	defer c.alloc.mu.Unlock()
-	return c.alloc.live
+	_, n := c.alloc.Stats()
+	return n
 }
 
 func TestGetSet(t *testing.T) {
@@ -71,10 +72,10 @@ func TestGetSet(t *testing.T) {
 		t.Fatalf("metrics %+v", m)
 	}
 	// Each value is charged its whole size class.
-	if want := int64(3 * (classStep + entryOverhead)); m.Size != want {
+	if want := int64(3 * (512 + entryOverhead)); m.Size != want {
 		t.Fatalf("size %d want %d", m.Size, want)
 	}
-	if m.Mapped != chunkSize {
+	if m.Mapped != manual.ChunkSize {
 		t.Fatalf("mapped %d, want one chunk", m.Mapped)
 	}
 	if n := live(c); n != 3 {
@@ -142,7 +143,7 @@ func TestEvictFile(t *testing.T) {
 			t.Fatalf("file 8 offset %d lost", off)
 		}
 	}
-	if m := c.Metrics(); m.Count != 100 || m.Size != 100*(classStep+entryOverhead) {
+	if m := c.Metrics(); m.Count != 100 || m.Size != 100*(512+entryOverhead) {
 		t.Fatalf("metrics after EvictFile %+v", m)
 	}
 	if n := live(c); n != 100 {
@@ -210,21 +211,21 @@ func TestReferenceOutlivesEviction(t *testing.T) {
 
 func TestLargeAndOverLimitFromHeap(t *testing.T) {
 	c := New(0)
-	big := c.Alloc(maxManual + 1)
-	if big.a != nil || len(big.Bytes()) != maxManual+1 {
-		t.Fatalf("a %d-byte buffer came from the maps", maxManual+1)
+	big := c.Alloc(manual.MaxSize + 1)
+	if big.a != nil || len(big.Bytes()) != manual.MaxSize+1 {
+		t.Fatalf("a %d-byte buffer came from the maps", manual.MaxSize+1)
 	}
 	big.Release()
 	// A zero-capacity cache may map up to its limit (4 chunks); further
 	// buffers come from the Go heap and still work.
 	var vs []*Value
-	for i := 0; i < 5*chunkSize/(64<<10); i++ {
+	for i := 0; i < 5*manual.ChunkSize/(64<<10); i++ {
 		v := c.Alloc(64 << 10)
 		v.Bytes()[len(v.Bytes())-1] = byte(i)
 		vs = append(vs, v)
 	}
-	if m := c.Metrics(); m.Mapped != c.alloc.limit {
-		t.Fatalf("mapped %d, want the limit %d", m.Mapped, c.alloc.limit)
+	if m := c.Metrics(); m.Mapped != c.alloc.Limit {
+		t.Fatalf("mapped %d, want the limit %d", m.Mapped, c.alloc.Limit)
 	}
 	if vs[len(vs)-1].a != nil {
 		t.Fatal("allocation past the limit came from the maps")
@@ -247,7 +248,7 @@ func TestCloseWaitsForReaders(t *testing.T) {
 	if c.Get(1, 0) != nil {
 		t.Fatal("hit after Close")
 	}
-	if m := c.Metrics(); m.Mapped != chunkSize || string(held.Bytes()) != "kept" {
+	if m := c.Metrics(); m.Mapped != manual.ChunkSize || string(held.Bytes()) != "kept" {
 		t.Fatalf("after Close with a block held: mapped %d, block %q", m.Mapped, held.Bytes())
 	}
 	held.Release()

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package cache
+package manual
 
 // mapAnon allocates on the Go heap where there is no anonymous mmap: the
 // cache then works as on Unix, with the collector's overhead.

@@ -1,0 +1,164 @@
+// Package manual hands out memory outside the Go heap (anonymous maps on
+// Unix), for the block cache's blocks and the memtables' arenas.
+//
+// On the Go heap, 8 MiB of cached blocks or 4 MiB of memtable cost about
+// twice that in resident memory: the collector lets the heap grow to twice
+// what is live before it collects, and every evicted block or flushed
+// memtable is garbage that brings the next collection nearer. Outside it,
+// the bytes are resident once and reused. The price is manual lifetimes:
+// whoever hands out such memory counts references to it and frees it after
+// the last one, and a read after that is a bug (test binaries poison freed
+// memory so that tests see it).
+package manual
+
+import (
+	"sync"
+	"testing"
+)
+
+const (
+	// classStep is the granularity of the size classes: a buffer of n
+	// bytes takes n rounded up to a multiple of it. A data block written
+	// with the default 4 KiB block size decodes to a little over 4 KiB,
+	// so it takes 4.5 KiB.
+	classStep = 512
+	// MaxSize is the largest buffer taken from the maps; larger ones
+	// come from the Go heap.
+	MaxSize    = 64 << 10
+	numClasses = MaxSize / classStep
+	// ChunkSize is the size of each anonymous map that buffers are carved
+	// from.
+	ChunkSize = 1 << 20
+)
+
+// poison makes freed buffers hold 0xdd in test binaries, so that a reader
+// that keeps a block past its release reads garbage that a test notices
+// instead of whatever block reuses the memory.
+var poison = testing.Testing()
+
+// Allocator carves buffers of size classes out of chunks mapped outside
+// the Go heap and keeps freed ones on a list per class for reuse. It never
+// returns a chunk to the system until it is closed and every buffer is
+// free: a cache or memtable under steady use needs the same memory again
+// at once. Set Limit before first use; an Allocator is safe for concurrent
+// use.
+type Allocator struct {
+	mu     sync.Mutex
+	free   [numClasses][][]byte // freed buffers by class; index = size/classStep - 1
+	rest   []byte               // the uncarved rest of the newest chunk
+	chunks [][]byte
+	mapped int64
+	// Limit bounds the memory mapped: past it, buffers come from the Go
+	// heap. It should cover what the user keeps (a cache's capacity), what
+	// readers hold beyond it, and free buffers of classes out of use.
+	Limit  int64
+	live   int // buffers handed out and not freed
+	closed bool
+}
+
+// Alloc returns a buffer of length n and whether it came from the maps
+// (then it must be given back with Free, once).
+func (a *Allocator) Alloc(n int) ([]byte, bool) {
+	if n <= 0 || n > MaxSize {
+		return make([]byte, n), false
+	}
+	class := (n + classStep - 1) / classStep
+	size := class * classStep
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return make([]byte, n), false
+	}
+	if l := a.free[class-1]; len(l) > 0 {
+		b := l[len(l)-1]
+		a.free[class-1] = l[:len(l)-1]
+		a.live++
+		return b[:n], true
+	}
+	if len(a.rest) < size {
+		if a.mapped+ChunkSize > a.Limit {
+			return make([]byte, n), false
+		}
+		m, err := mapAnon(ChunkSize)
+		if err != nil {
+			return make([]byte, n), false
+		}
+		a.keepRest()
+		a.chunks = append(a.chunks, m)
+		a.mapped += ChunkSize
+		a.rest = m
+	}
+	b := a.rest[:size:size]
+	a.rest = a.rest[size:]
+	a.live++
+	return b[:n], true
+}
+
+// keepRest files what is left of the current chunk under the largest class
+// it holds, before a new chunk replaces it.
+func (a *Allocator) keepRest() {
+	if c := len(a.rest) / classStep; c > 0 {
+		size := c * classStep
+		a.free[c-1] = append(a.free[c-1], a.rest[:0:size])
+	}
+	a.rest = nil
+}
+
+// Free gives back a buffer that Alloc took from the maps. Its bytes may be
+// handed out again at once.
+func (a *Allocator) Free(b []byte) {
+	if poison {
+		b = b[:cap(b)]
+		for i := range b {
+			b[i] = 0xdd
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.releaseLocked(b)
+}
+
+func (a *Allocator) releaseLocked(b []byte) {
+	if a.live <= 0 {
+		panic("manual: more buffers freed than allocated")
+	}
+	a.live--
+	if a.closed {
+		if a.live == 0 {
+			a.unmapAll()
+		}
+		return
+	}
+	c := cap(b) / classStep
+	a.free[c-1] = append(a.free[c-1], b[:0])
+}
+
+// Close stops handing out mapped buffers and unmaps every chunk once the
+// last buffer handed out is freed (at once if none is out).
+func (a *Allocator) Close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return
+	}
+	a.closed = true
+	a.free = [numClasses][][]byte{}
+	a.rest = nil
+	if a.live == 0 {
+		a.unmapAll()
+	}
+}
+
+func (a *Allocator) unmapAll() {
+	for _, m := range a.chunks {
+		unmapAnon(m)
+	}
+	a.chunks, a.mapped = nil, 0
+}
+
+// Stats returns the bytes mapped and the buffers handed out and not freed.
+func (a *Allocator) Stats() (mapped int64, live int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mapped, a.live
+}

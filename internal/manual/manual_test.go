@@ -1,0 +1,66 @@
+package manual
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// Buffers of every size, allocated and freed in random order, never
+// overlap: each keeps the pattern written into it until it is freed, and a
+// freed one reads as poison.
+func TestBuffersDoNotOverlap(t *testing.T) {
+	a := &Allocator{Limit: 8 * ChunkSize}
+	rng := rand.New(rand.NewPCG(1, 2))
+	type buf struct {
+		b      []byte
+		mapped bool
+		fill   byte
+	}
+	var live []buf
+	check := func(x buf) {
+		for i, c := range x.b {
+			if c != x.fill {
+				t.Fatalf("buffer of %d bytes (fill %d): byte %d is %d", len(x.b), x.fill, i, c)
+			}
+		}
+	}
+	for step := 0; step < 20000; step++ {
+		if len(live) > 0 && rng.IntN(3) == 0 {
+			i := rng.IntN(len(live))
+			x := live[i]
+			check(x)
+			live[i] = live[len(live)-1]
+			live = live[:len(live)-1]
+			if x.mapped {
+				a.Free(x.b)
+				if x.b[:cap(x.b)][cap(x.b)-1] != 0xdd {
+					t.Fatal("freed buffer not poisoned")
+				}
+			}
+			continue
+		}
+		n := 1 + rng.IntN(MaxSize+100)
+		b, mapped := a.Alloc(n)
+		if len(b) != n || (mapped && n > MaxSize) {
+			t.Fatalf("Alloc(%d) gave %d bytes, mapped %v", n, len(b), mapped)
+		}
+		x := buf{b, mapped, byte(step)}
+		for i := range b {
+			b[i] = x.fill
+		}
+		live = append(live, x)
+	}
+	for _, x := range live {
+		check(x)
+		if x.mapped {
+			a.Free(x.b)
+		}
+	}
+	if mapped, n := a.Stats(); n != 0 || mapped > a.Limit {
+		t.Fatalf("after freeing everything: %d live, %d mapped (limit %d)", n, mapped, a.Limit)
+	}
+	a.Close()
+	if mapped, _ := a.Stats(); mapped != 0 {
+		t.Fatalf("%d bytes mapped after Close", mapped)
+	}
+}
