@@ -326,9 +326,10 @@ func (db *DB) flushMemtable(imm *immMemtable) (*manifest.FileMeta, error) {
 		return nil, err
 	}
 	// A table written in vain (an older flush or the WAL's retirement
-	// failed) is a leftover, deleted by the next cleanup or Open.
+	// failed) is removed at once: no edit names it, and after a failure
+	// no cleanup runs before Close.
 	if err := db.waitFlushTurn(imm); err != nil {
-		db.releaseOutputs(meta)
+		db.discardTable(meta)
 		return nil, err
 	}
 	// The next WAL's directory entry must be durable before the MANIFEST
@@ -337,7 +338,7 @@ func (db *DB) flushMemtable(imm *immMemtable) (*manifest.FileMeta, error) {
 	// of the retired WAL (a few milliseconds of disk for every memtable:
 	// batched writes waited for it).
 	if err := imm.next.waitReady(); err != nil {
-		db.releaseOutputs(meta)
+		db.discardTable(meta)
 		return nil, err
 	}
 	edit := &manifest.VersionEdit{}

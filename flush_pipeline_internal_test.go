@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -235,11 +236,12 @@ func TestFlushesRecordTablesOldestFirst(t *testing.T) {
 // from the WALs.
 func TestFailedOlderFlushAbandonsNewer(t *testing.T) {
 	const n = 200
-	g, db, opts, older, _ := newerFlushFirst(t, n)
+	g, db, opts, older, newer := newerFlushFirst(t, n)
 	g.release(older, vfs.ErrInjected)
 	if err := db.Flush(); !errors.Is(err, vfs.ErrInjected) {
 		t.Fatalf("Flush after the failed flush: %v; want the injected error", err)
 	}
+
 	if l0 := db.l0Tables.Load(); l0 != 0 {
 		t.Fatalf("%d level-0 tables after the older flush failed; want none recorded", l0)
 	}
@@ -247,6 +249,15 @@ func TestFailedOlderFlushAbandonsNewer(t *testing.T) {
 		t.Fatalf("a write after the failed flush: %v; want the injected error", err)
 	}
 	db.Close()
+	// The newer table, written and synced but never recorded, is gone:
+	// no edit names it, and no cleanup runs after a failure.
+	names, err := g.MemFS.List(reviewDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(names, filename.Name(filename.Table, newer)) {
+		t.Errorf("the abandoned newer table %06d is left behind: %v", newer, names)
+	}
 	db = reviewMustOpen(t, g.MemFS, opts)
 	checkNewValues(t, db, 0, n, "after a reopen")
 }

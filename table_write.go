@@ -79,6 +79,20 @@ func (db *DB) releaseOutputs(meta *manifest.FileMeta) {
 	}
 }
 
+// discardTable removes a table that no MANIFEST edit names (its flush was
+// abandoned before its edit was written) and releases its number (nil:
+// none).
+func (db *DB) discardTable(meta *manifest.FileMeta) {
+	if meta == nil {
+		return
+	}
+	db.tables.Evict(meta.Num)
+	if err := db.fs.Remove(filename.Make(db.dir, filename.Table, meta.Num)); err != nil {
+		db.opts.Logger.Warn("shale: remove abandoned table", "table", meta.Num, "err", err)
+	}
+	db.releaseOutputNums(meta.Num)
+}
+
 // createTable creates table file num and a writer over it.
 func (db *DB) createTable(num uint64) (vfs.File, *sstable.Writer, error) {
 	f, err := db.fs.Create(filename.Make(db.dir, filename.Table, num))

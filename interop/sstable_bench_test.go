@@ -148,7 +148,7 @@ func BenchmarkSSTGet(b *testing.B) {
 			b.Run(name+"/shale", func(b *testing.B) {
 				defer sstCPU(b, 0)()
 				for i := 0; i < b.N; i++ {
-					_, _, found, err := sr.Get(key(i), ikey.MaxSeq)
+					_, _, found, err := sr.Get(key(i), ikey.MaxSeq, nil)
 					if err != nil || found == absent {
 						b.Fatalf("found %v, err %v", found, err)
 					}

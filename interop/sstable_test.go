@@ -230,7 +230,7 @@ func TestSSTShaleReadsGoleveldb(t *testing.T) {
 			if j > 0 && bytes.Equal(ikey.UserKey(entries[j-1].key), ikey.UserKey(e.key)) {
 				continue
 			}
-			v, kind, found, err := r.Get(ikey.UserKey(e.key), ikey.MaxSeq)
+			v, kind, found, err := r.Get(ikey.UserKey(e.key), ikey.MaxSeq, nil)
 			if err != nil || !found || kind != ikey.KindOf(e.key) || !bytes.Equal(v, e.val) {
 				t.Fatalf("filter %q: Get(%s) = %v %v %v", tc.filter, ikey.String(e.key), found, kind, err)
 			}

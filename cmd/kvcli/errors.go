@@ -99,7 +99,7 @@ var packagePrefix = regexp.MustCompile(`(^|: )(?:` + strings.Join(modulePackages
 // modulePackages are the names of the module's packages whose errors
 // kvcli may print. TestModulePackages keeps the list complete.
 var modulePackages = []string{
-	"shale", "kvcli", "wal", "sstable", "memtable", "compaction", "batchrepr", "cache",
+	"shale", "kvcli", "wal", "sstable", "memtable", "compaction", "batchrepr", "cache", "manual",
 	"dbiter", "filename", "ikey", "iterator", "itertest", "leveliter", "manifest",
 	"merging", "tablecache", "vfs",
 }
