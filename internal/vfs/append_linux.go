@@ -58,7 +58,12 @@ type mappedAppender struct {
 	// pwritten is how much went through pwritev between the last two
 	// moves; written is how much did since the last.
 	pwritten, written int64
-	err               error // sticky
+	// started says the window after the first is being prepared (or
+	// the first has moved on): nothing is prepared before the first
+	// copy into the mapping, so that a WAL never written to (a
+	// read-only workload's) keeps no populated window resident.
+	started bool
+	err     error // sticky
 }
 
 // window is a mapping of the file at [off, off+mapWindow), or the error
@@ -90,7 +95,6 @@ func appendTo(f File) (Appender, error) {
 		return nil, w.err
 	}
 	a.win, a.winOff = w.b, w.off
-	a.prepareNext(nil)
 	return a, nil
 }
 
@@ -106,11 +110,20 @@ func (a *mappedAppender) Write(p []byte) (int, error) {
 				return n, err
 			}
 		}
+		a.start()
 		c := copy(a.win[a.off-a.winOff:], p[n:])
 		n += c
 		a.off += int64(c)
 	}
 	return n, nil
+}
+
+// start prepares the window after the first at the first copy into it.
+func (a *mappedAppender) start() {
+	if !a.started {
+		a.started = true
+		a.prepareNext(nil)
+	}
 }
 
 // WriteFragment copies h[4:] and payload into the mapping, then stores the
@@ -149,6 +162,7 @@ func (a *mappedAppender) WriteFragment(h *[7]byte, payload []byte) error {
 		a.err = errors.Newf("vfs: append to %s: a fragment of %d bytes at offset %d crosses a mapping window", a.f.Name(), n, a.off)
 		return a.err
 	}
+	a.start()
 	dst := a.win[o : o+n]
 	copy(dst[4:], h[4:])
 	copy(dst[len(h):], payload)
@@ -230,6 +244,7 @@ func (a *mappedAppender) move() error {
 	old := a.win
 	a.win, a.winOff = w.b, w.off
 	a.pwritten, a.written = a.written, 0
+	a.started = true
 	a.prepareNext(old)
 	return nil
 }
