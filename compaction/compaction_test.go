@@ -72,14 +72,18 @@ func TestFilter(t *testing.T) {
 		want       string
 	}{
 		// No snapshot below the newest: only the newest version of each
-		// key survives, and deletions go when nothing is below.
-		{100, true, "a#9,PUT:a9 d#2,PUT:d2"},
+		// key survives, and deletions go when nothing is below; the
+		// puts left, the only versions there are, lose their sequence
+		// numbers.
+		{100, true, "a#0,PUT:a9 d#0,PUT:d2"},
 		// Not bottommost: deletions must stay to hide older data below.
 		{100, false, "a#9,PUT:a9 b#8,DEL: c#6,DEL: d#2,PUT:d2"},
 		// A snapshot at 6 sees a as deleted, which stays true when a#5
 		// goes with the a#3 it hid; b#8 is newer than the snapshot, so
-		// b#4 stays, and c#6's deletion goes.
-		{6, true, "a#9,PUT:a9 a#7,PUT:a7 b#8,DEL: b#4,PUT:b4 d#2,PUT:d2"},
+		// b#4 stays (as b#0: every reader that sees b's put sees it),
+		// and c#6's deletion goes. a#9 and a#7 keep their numbers: the
+		// snapshot must not see them.
+		{6, true, "a#9,PUT:a9 a#7,PUT:a7 b#8,DEL: b#0,PUT:b4 d#0,PUT:d2"},
 		// A snapshot at 0 keeps everything.
 		{0, true, strings.Join([]string{"a#9,PUT:a9 a#7,PUT:a7 a#5,DEL: a#3,PUT:a3",
 			"b#8,DEL: b#4,PUT:b4 c#6,DEL: d#2,PUT:d2"}, " ")},
