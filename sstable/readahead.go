@@ -1,6 +1,6 @@
 package sstable
 
-import "sync"
+import "github.com/shale-db/shale/internal/manual"
 
 // readaheadSize is how much of a table one read brings in once an iterator
 // reads blocks in file order: at 4 KiB blocks, one read serves about 60 of
@@ -12,10 +12,12 @@ const readaheadSize = 256 << 10
 // a point lookup or a short scan reads one or two blocks and no more.
 const readaheadAfter = 2
 
-var readaheadPool = sync.Pool{New: func() any {
-	b := make([]byte, readaheadSize)
-	return &b
-}}
+// readaheadPool holds the readahead buffers, outside the Go heap: a
+// compaction holds one for each table it reads at once, and on the heap
+// they counted twice (the collector's headroom) and lingered in a
+// sync.Pool across collections (3 MiB of the heap while readrandom's
+// opening compaction ran). A few are kept for the next iterator.
+var readaheadPool = manual.Pool{Size: readaheadSize, Keep: 4}
 
 // readahead serves the data blocks of a table that an iterator reads in
 // file order (a scan, a compaction's input) from reads of readaheadSize
@@ -25,8 +27,8 @@ type readahead struct {
 	next uint64 // the offset just past the last block asked for
 	run  int    // blocks asked for in a row, each at the last one's end
 
-	buf *[]byte // from readaheadPool; nil until the first read
-	win []byte  // the file's bytes from off, read ahead
+	buf *manual.Buf // from readaheadPool; nil until the first read
+	win []byte      // the file's bytes from off, read ahead
 	off uint64
 
 	// dec holds the last two blocks decoded for this iterator alone (see
@@ -62,10 +64,10 @@ func (ra *readahead) block(t *Reader, h BlockHandle) ([]byte, error) {
 		return nil, nil // a block larger than the readahead
 	}
 	if ra.buf == nil {
-		ra.buf = readaheadPool.Get().(*[]byte)
+		ra.buf = readaheadPool.Get()
 	}
 	ra.win = nil
-	win := (*ra.buf)[:n]
+	win := ra.buf.B[:n]
 	if err := t.readAt(win, int64(h.Offset)); err != nil {
 		return nil, err
 	}
@@ -112,7 +114,7 @@ func (ra *readahead) used(b []byte) {
 // release returns the buffer to the pool.
 func (ra *readahead) release() {
 	if ra.buf != nil {
-		readaheadPool.Put(ra.buf)
+		ra.buf.Put()
 	}
 	*ra = readahead{}
 }

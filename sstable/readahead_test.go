@@ -49,8 +49,14 @@ func TestScanReadsAhead(t *testing.T) {
 			prevVal = it.Value()
 			i++
 		}
+		if out, _ := readaheadPool.Stats(); out != 1 {
+			t.Fatalf("%d readahead buffers out during the scan, want 1", out)
+		}
 		if err := it.Close(); err != nil || i != len(entries) {
 			t.Fatalf("scan gave %d of %d entries, %v", i, len(entries), err)
+		}
+		if out, _ := readaheadPool.Stats(); out != 0 {
+			t.Fatalf("%d readahead buffers out after Close", out)
 		}
 		reads := f.n - opened
 		if blocks < 200 || reads > readaheadAfter+len(file)/readaheadSize+2 {

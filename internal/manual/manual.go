@@ -168,3 +168,65 @@ func (a *Allocator) Stats() (mapped int64, live int) {
 	defer a.mu.Unlock()
 	return a.mapped, a.live
 }
+
+// Pool is a free list of buffers of Size bytes outside the Go heap, for
+// buffers taken and given back often, such as a table iterator's readahead.
+// It keeps up to Keep free buffers mapped and unmaps the rest. The zero
+// value with Size set is ready; a Pool is safe for concurrent use.
+type Pool struct {
+	Size, Keep int
+	mu         sync.Mutex
+	free       []*Buf
+	out        int // buffers handed out and not given back
+}
+
+// Buf is a buffer from a Pool.
+type Buf struct {
+	B      []byte
+	mapped bool // else from the Go heap, where mapping failed
+	pool   *Pool
+}
+
+// Get returns a buffer of p.Size bytes with arbitrary contents.
+func (p *Pool) Get() *Buf {
+	p.mu.Lock()
+	p.out++
+	if n := len(p.free); n > 0 {
+		b := p.free[n-1]
+		p.free = p.free[:n-1]
+		p.mu.Unlock()
+		return b
+	}
+	p.mu.Unlock()
+	if m, err := mapAnon(p.Size); err == nil {
+		return &Buf{B: m, mapped: true, pool: p}
+	}
+	return &Buf{B: make([]byte, p.Size), pool: p}
+}
+
+// Put gives b back to its pool; b must not be used after it.
+func (b *Buf) Put() {
+	if poison {
+		for i := range b.B {
+			b.B[i] = 0xdd
+		}
+	}
+	p := b.pool
+	p.mu.Lock()
+	p.out--
+	if len(p.free) < p.Keep {
+		p.free = append(p.free, b)
+		b = nil
+	}
+	p.mu.Unlock()
+	if b != nil && b.mapped {
+		unmapAnon(b.B)
+	}
+}
+
+// Stats returns the buffers handed out and the free ones kept.
+func (p *Pool) Stats() (out, free int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out, len(p.free)
+}

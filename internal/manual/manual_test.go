@@ -64,3 +64,39 @@ func TestBuffersDoNotOverlap(t *testing.T) {
 		t.Fatalf("%d bytes mapped after Close", mapped)
 	}
 }
+
+// A Pool hands out buffers of its size, reuses the ones given back up to
+// Keep, and poisons them in test binaries.
+func TestPool(t *testing.T) {
+	p := &Pool{Size: 8192, Keep: 2}
+	var bufs []*Buf
+	for i := 0; i < 5; i++ {
+		b := p.Get()
+		if len(b.B) != 8192 {
+			t.Fatalf("buffer of %d bytes", len(b.B))
+		}
+		b.B[0] = byte(i)
+		bufs = append(bufs, b)
+	}
+	for i, b := range bufs {
+		if b.B[0] != byte(i) {
+			t.Fatalf("buffer %d shared", i)
+		}
+	}
+	if out, free := p.Stats(); out != 5 || free != 0 {
+		t.Fatalf("out %d free %d, want 5 and 0", out, free)
+	}
+	kept := bufs[0]
+	for _, b := range bufs {
+		b.Put()
+	}
+	if kept.B[0] != 0xdd {
+		t.Fatal("a buffer given back is not poisoned")
+	}
+	if out, free := p.Stats(); out != 0 || free != 2 {
+		t.Fatalf("out %d free %d, want 0 and 2", out, free)
+	}
+	if b := p.Get(); b != bufs[1] && b != bufs[0] {
+		t.Fatal("Get did not reuse a kept buffer")
+	}
+}
