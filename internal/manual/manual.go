@@ -1,5 +1,6 @@
 // Package manual hands out memory outside the Go heap (anonymous maps on
-// Unix), for the block cache's blocks.
+// Unix): Allocator for the block cache's blocks, Pool for table iterators'
+// readahead buffers.
 //
 // On the Go heap, 8 MiB of cached blocks cost about twice that in resident
 // memory: the collector lets the heap grow to twice what is live before it
