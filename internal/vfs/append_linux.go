@@ -63,8 +63,23 @@ type mappedAppender struct {
 	// copy into the mapping, so that a WAL never written to (a
 	// read-only workload's) keeps no populated window resident.
 	started bool
-	err     error // sticky
+	// syncing is set by Sync and cleared once syncRun bytes are appended
+	// after it (sinceSync counts them): while it is set, fragments are
+	// written with pwritev.
+	syncing   bool
+	sinceSync int64
+	err       error // sticky
 }
+
+// syncRun is how many bytes appended after a Sync make the appends bulk
+// again, copied into the mapping. Until then each fragment is written with
+// pwritev: fdatasync wrote back and write-protected the mapping's dirty
+// pages, so the next store into one takes a page fault, and Sync writes
+// dirty the same page group after group. Paired runs of fillsync8 (eight
+// writers, 7 to 8 puts a sync): 57.8k against 54.1k puts/s over four
+// pairs, fillsync 9.74k against 9.32k; over eight pairs the pwritev side
+// won seven of fillsync's and five of fillsync8's.
+const syncRun = 64 << 10
 
 // window is a mapping of the file at [off, off+mapWindow), or the error
 // that preparing it met.
@@ -140,7 +155,12 @@ func (a *mappedAppender) WriteFragment(h *[7]byte, payload []byte) error {
 		return a.err
 	}
 	n := int64(len(h) + len(payload))
-	if n >= pwriteMin || h[6] != fullFragment {
+	if a.syncing {
+		if a.sinceSync += n; a.sinceSync > syncRun {
+			a.syncing = false
+		}
+	}
+	if n >= pwriteMin || h[6] != fullFragment || a.syncing {
 		// Written wherever the mapping stands: the windows move on only
 		// when a fragment is copied into one.
 		if err := pwritev(a.fd, h[:], payload, a.off); err != nil {
@@ -320,6 +340,7 @@ func (a *mappedAppender) Sync() error {
 		a.err = err
 		return err
 	}
+	a.syncing, a.sinceSync = true, 0
 	return nil
 }
 

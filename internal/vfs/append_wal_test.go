@@ -17,7 +17,8 @@ import (
 // plain buffer writes, and the file, read while still mapped and
 // preallocated, holds every record and nothing a reader calls damage. Large
 // records (written with pwritev, past mapped windows) and small ones
-// (copied into the mapping) mix; one variant ends with a large one.
+// (copied into the mapping, or written with pwritev for a while after a
+// Sync) mix; one variant ends with a large one.
 func TestAppenderWritesLog(t *testing.T) {
 	for _, endLarge := range []bool{false, true} {
 		for seed := uint64(1); seed <= 3; seed++ {
@@ -63,6 +64,14 @@ func testAppenderWritesLog(t *testing.T, seed uint64, endLarge bool) {
 		}
 		if err := pw.Flush(); err != nil {
 			t.Fatal(err)
+		}
+		if rng.IntN(2000) == 0 {
+			if err := mw.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Sync(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	// Before Finish: the file holds the log and may run on in zeros,
