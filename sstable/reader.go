@@ -174,29 +174,14 @@ func (t *Reader) checkHandle(h BlockHandle) error {
 }
 
 // readBlock reads the block at h, verifies its checksum and decodes it.
-// The result is newly allocated and never modified afterwards.
+// The result is Go memory, newly allocated and never modified afterwards:
+// for the blocks a Reader keeps (index, filter), not the cache's.
 func (t *Reader) readBlock(h BlockHandle) ([]byte, error) {
-	if err := t.checkHandle(h); err != nil {
+	v, err := t.readDecoded(h, nil)
+	if err != nil {
 		return nil, err
 	}
-	n := int(h.Length + TrailerLen)
-	if n > rawPoolMax {
-		raw, typ, err := t.readRawBlock(h)
-		if err != nil {
-			return nil, err
-		}
-		return t.decodeBlock(raw, typ, int64(h.Offset), nil)
-	}
-	// The stored bytes are read into a pooled buffer and only the decoded
-	// block is kept: for a snappy block (shale's default) that saves an
-	// allocation; an uncompressed block is copied out of the buffer.
-	bp := rawPool.Get().(*[]byte)
-	defer rawPool.Put(bp)
-	buf := (*bp)[:n]
-	if err := t.readAt(buf, int64(h.Offset)); err != nil {
-		return nil, err
-	}
-	return t.decodeRaw(h, buf, nil)
+	return v.Bytes(), nil
 }
 
 // rawPoolMax is the largest block, trailer included, read through rawPool:
@@ -301,7 +286,7 @@ func (t *Reader) dataBlock(h BlockHandle, noFill bool, ra *readahead) ([]byte, *
 		ra.used(b)
 		return b, nil, err
 	case raw != nil:
-		v, err = t.decodeValue(h, raw)
+		v, err = t.decodeValue(h, raw, t.opts.Cache)
 	default:
 		v, err = t.readDataBlock(h)
 	}
@@ -315,8 +300,15 @@ func (t *Reader) dataBlock(h BlockHandle, noFill bool, ra *readahead) ([]byte, *
 }
 
 // readDataBlock reads the block at h from the file and decodes it into a
-// new Value.
+// new Value from the block cache's memory.
 func (t *Reader) readDataBlock(h BlockHandle) (*cache.Value, error) {
+	return t.readDecoded(h, t.opts.Cache)
+}
+
+// readDecoded reads the block at h and decodes it into a new Value from c
+// (nil: Go memory). The stored bytes are read into a pooled buffer and only
+// the decoded block is kept.
+func (t *Reader) readDecoded(h BlockHandle, c *cache.Cache) (*cache.Value, error) {
 	if err := t.checkHandle(h); err != nil {
 		return nil, err
 	}
@@ -332,12 +324,12 @@ func (t *Reader) readDataBlock(h BlockHandle) (*cache.Value, error) {
 	if err := t.readAt(buf, int64(h.Offset)); err != nil {
 		return nil, err
 	}
-	return t.decodeValue(h, buf)
+	return t.decodeValue(h, buf, c)
 }
 
 // decodeValue verifies and decodes the block at h from raw, its bytes and
-// trailer, into a new Value from the cache (a nil cache gives a Go one).
-func (t *Reader) decodeValue(h BlockHandle, raw []byte) (*cache.Value, error) {
+// trailer, into a new Value from c (nil: Go memory).
+func (t *Reader) decodeValue(h BlockHandle, raw []byte, c *cache.Cache) (*cache.Value, error) {
 	stored, typ, err := t.verifyRaw(h, raw)
 	if err != nil {
 		return nil, err
@@ -345,7 +337,7 @@ func (t *Reader) decodeValue(h BlockHandle, raw []byte) (*cache.Value, error) {
 	off := int64(h.Offset)
 	switch typ {
 	case blockTypeNone:
-		v := t.opts.Cache.Alloc(len(stored))
+		v := c.Alloc(len(stored))
 		copy(v.Bytes(), stored)
 		return v, nil
 	case blockTypeSnappy:
@@ -353,7 +345,7 @@ func (t *Reader) decodeValue(h BlockHandle, raw []byte) (*cache.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		v := t.opts.Cache.Alloc(n)
+		v := c.Alloc(n)
 		if _, err := t.decodeSnappy(stored, off, v.Bytes()); err != nil {
 			v.Release()
 			return nil, err
