@@ -10,7 +10,6 @@ import (
 	"github.com/shale-db/shale/internal/filename"
 	"github.com/shale-db/shale/internal/ikey"
 	"github.com/shale-db/shale/internal/iterator"
-	"github.com/shale-db/shale/internal/leveliter"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/merging"
 	"github.com/shale-db/shale/internal/vfs"
@@ -242,15 +241,7 @@ func (db *DB) compactionIters(inputs []compactInput, files []*manifest.FileMeta)
 	}
 	iters := make([]iterator.Iterator, 0, len(runs))
 	for _, run := range runs {
-		if len(run) == 1 {
-			it, err := db.openScanTable(run[0])
-			if err != nil {
-				it = iterator.Empty(err)
-			}
-			iters = append(iters, it)
-			continue
-		}
-		iters = append(iters, leveliter.New(run, fileBounds, db.openScanTable))
+		iters = append(iters, runIter(run, db.openScanTable))
 	}
 	return iters
 }

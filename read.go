@@ -163,11 +163,7 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 		iters = append(iters, m.NewIter())
 	}
 	for _, run := range sortedRuns(rs.v.Overlaps(0, lower, upper)) {
-		if len(run) == 1 {
-			iters = append(iters, db.tableIter(run[0]))
-		} else {
-			iters = append(iters, leveliter.New(run, fileBounds, db.openTable))
-		}
+		iters = append(iters, runIter(run, db.openTable))
 	}
 	for level := 1; level < manifest.NumLevels; level++ {
 		files := rs.v.Overlaps(level, lower, upper)
@@ -228,10 +224,14 @@ func tableOpenError(f *manifest.FileMeta, err error) error {
 	return markCorruption(err)
 }
 
-// tableIter opens an iterator over one table; a failure to open becomes an
-// iterator that reports it.
-func (db *DB) tableIter(f *manifest.FileMeta) iterator.Iterator {
-	it, err := db.openTable(f)
+// runIter reads a run of disjoint tables in key order, with open, one
+// table at a time; a run of one is that table's iterator. A failure to
+// open a lone table becomes an iterator that reports it.
+func runIter(run []*manifest.FileMeta, open func(*manifest.FileMeta) (iterator.Iterator, error)) iterator.Iterator {
+	if len(run) > 1 {
+		return leveliter.New(run, fileBounds, open)
+	}
+	it, err := open(run[0])
 	if err != nil {
 		return iterator.Empty(err)
 	}
