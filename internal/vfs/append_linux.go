@@ -63,12 +63,10 @@ type mappedAppender struct {
 	// copy into the mapping, so that a WAL never written to (a
 	// read-only workload's) keeps no populated window resident.
 	started bool
-	// syncing is set by Sync and cleared once syncRun bytes are appended
-	// after it (sinceSync counts them): while it is set, fragments are
-	// written with pwritev.
-	syncing   bool
-	sinceSync int64
-	err       error // sticky
+	// syncBudget is how many more bytes, after the last Sync, go out
+	// with pwritev whatever their size (see syncRun).
+	syncBudget int64
+	err        error // sticky
 }
 
 // syncRun is how many bytes appended after a Sync make the appends bulk
@@ -155,12 +153,11 @@ func (a *mappedAppender) WriteFragment(h *[7]byte, payload []byte) error {
 		return a.err
 	}
 	n := int64(len(h) + len(payload))
-	if a.syncing {
-		if a.sinceSync += n; a.sinceSync > syncRun {
-			a.syncing = false
-		}
+	afterSync := a.syncBudget > 0
+	if afterSync {
+		a.syncBudget -= n
 	}
-	if n >= pwriteMin || h[6] != fullFragment || a.syncing {
+	if n >= pwriteMin || h[6] != fullFragment || afterSync {
 		// Written wherever the mapping stands: the windows move on only
 		// when a fragment is copied into one.
 		if err := pwritev(a.fd, h[:], payload, a.off); err != nil {
@@ -340,7 +337,7 @@ func (a *mappedAppender) Sync() error {
 		a.err = err
 		return err
 	}
-	a.syncing, a.sinceSync = true, 0
+	a.syncBudget = syncRun
 	return nil
 }
 
