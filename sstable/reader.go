@@ -243,11 +243,17 @@ func (t *Reader) decodeSnappy(src []byte, off int64, dst []byte) ([]byte, error)
 	if cap(dst) < n {
 		dst = make([]byte, n)
 	}
-	dst, err = snappy.Decode(dst[:n], src)
-	if err != nil || len(dst) != n {
+	return t.snappyInto(src, off, dst[:n])
+}
+
+// snappyInto decodes a snappy block into dst, whose length is what
+// snappyLen returned for it.
+func (t *Reader) snappyInto(src []byte, off int64, dst []byte) ([]byte, error) {
+	out, err := snappy.Decode(dst, src)
+	if err != nil || len(out) != len(dst) {
 		return nil, t.corrupt(off, "snappy block does not decode: %v", err)
 	}
-	return dst, nil
+	return out, nil
 }
 
 // snappyLen returns the decoded length a snappy block claims, once it is
@@ -346,7 +352,7 @@ func (t *Reader) decodeValue(h BlockHandle, raw []byte, c *cache.Cache) (*cache.
 			return nil, err
 		}
 		v := c.Alloc(n)
-		if _, err := t.decodeSnappy(stored, off, v.Bytes()); err != nil {
+		if _, err := t.snappyInto(stored, off, v.Bytes()); err != nil {
 			v.Release()
 			return nil, err
 		}
