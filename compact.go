@@ -203,7 +203,7 @@ func (db *DB) mergeInputs(c *compaction.Compaction, inputs []compactInput, files
 		TargetSize:            uint64(db.opts.TargetFileSize),
 		Grandparents:          c.Grandparents,
 		MaxGrandparentOverlap: 10 * db.opts.TargetFileSize,
-		Stop:                  db.compactionStop,
+		Stop:                  db.compactionStop(c),
 	}, out)
 	if err == nil && len(out.metas) > 0 {
 		err = db.syncDir()
@@ -256,12 +256,22 @@ func (db *DB) openScanTable(f *manifest.FileMeta) (iterator.Iterator, error) {
 	return it, nil
 }
 
-// compactionStop is polled by running compactions: Close interrupts them.
-func (db *DB) compactionStop() error {
-	if db.closing.Load() {
-		return errCompactionCanceled
+// compactionStop returns what c polls while it runs. Close interrupts a
+// manual compaction, whose range may be the whole database, and lets an
+// automatic one finish: the picker bounds it to one level's tables and
+// their overlap below, and a process that closes sooner than its
+// compactions run (kvcli, a short batch job) would otherwise restart the
+// same compaction at every Open and never pay its debt.
+func (db *DB) compactionStop(c *compaction.Compaction) func() error {
+	if c.Kind != compaction.KindManual {
+		return nil
 	}
-	return nil
+	return func() error {
+		if db.closing.Load() {
+			return errCompactionCanceled
+		}
+		return nil
+	}
 }
 
 // compactionOutputs creates a compaction's tables (compaction.Outputs),

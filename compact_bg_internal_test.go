@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,6 +173,143 @@ func TestCloseInterruptsCompaction(t *testing.T) {
 			t.Fatalf("after reopening: Get(%s) = %q, %v", bgKey(i), v, err)
 		}
 	}
+}
+
+// TestCloseFinishesAutomaticCompaction: Close lets an automatic
+// compaction under way finish and record its edit, rather than throwing
+// the merge away for the next Open to start over. The compaction is held
+// in its first table read until Close has begun.
+func TestCloseFinishesAutomaticCompaction(t *testing.T) {
+	gate := &readGateFS{MemFS: vfs.NewMem()}
+	opts := &Options{WriteBufferSize: 256 << 10, Compression: NoCompression, TargetFileSize: 64 << 10, disableAutoCompactions: true}
+	db, err := reviewOpen(t, gate, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keys in a scattered order, so every level-0 table spans the key
+	// space and the compaction takes them all: more entries than
+	// compaction.Run reads between polls of Stop.
+	const n = 12000
+	val := bytes.Repeat([]byte("c"), 100)
+	for i := range n {
+		if err := db.Put(bgKey(i*7919%n), val, NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	release := gate.arm()
+	t.Cleanup(release) // if the test stops early
+	db.mu.Lock()
+	db.opts.disableAutoCompactions = false
+	db.maybeScheduleLocked()
+	if len(db.mu.compactions) != 1 || db.mu.compactions[0].c.Kind == compaction.KindMove {
+		db.mu.Unlock()
+		t.Fatalf("want one merging compaction started, have %d", len(db.mu.compactions))
+	}
+	inputs := db.mu.compactions[0].inputs
+	db.mu.Unlock()
+	gate.waitBlocked(t)
+
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	for !db.closing.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return")
+	}
+
+	db2 := reviewMustOpen(t, gate.MemFS, &Options{disableAutoCompactions: true})
+	st, err := db2.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := map[uint64]int{}
+	for _, tb := range st.Tables {
+		live[tb.FileNum] = tb.Level
+	}
+	for _, in := range inputs {
+		if level, ok := live[in.num]; ok {
+			t.Errorf("input table %06d is still in level %d: Close interrupted the compaction", in.num, level)
+		}
+	}
+	for i := range n {
+		if v, err := db2.Get(bgKey(i)); err != nil || !bytes.Equal(v, val) {
+			t.Fatalf("after reopening: Get(%s) = %q, %v", bgKey(i), v, err)
+		}
+	}
+}
+
+// readGateFS is a MemFS whose table reads, once armed, wait until released.
+type readGateFS struct {
+	*vfs.MemFS
+	mu      sync.Mutex
+	gate    chan struct{} // nil when not armed
+	blocked int           // reads waiting at the gate
+}
+
+func (g *readGateFS) arm() (release func()) {
+	ch := make(chan struct{})
+	g.mu.Lock()
+	g.gate = ch
+	g.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			g.gate = nil
+			g.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+// waitBlocked waits until a read is held at the gate.
+func (g *readGateFS) waitBlocked(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		g.mu.Lock()
+		b := g.blocked
+		g.mu.Unlock()
+		if b > 0 {
+			return
+		}
+	}
+	t.Fatal("no table read reached the gate")
+}
+
+func (g *readGateFS) Open(name string) (vfs.File, error) {
+	f, err := g.MemFS.Open(name)
+	if err != nil || !isType(filepath.Base(name), filename.Table) {
+		return f, err
+	}
+	return &readGateFile{File: f, g: g}, nil
+}
+
+type readGateFile struct {
+	vfs.File
+	g *readGateFS
+}
+
+func (f *readGateFile) ReadAt(p []byte, off int64) (int, error) {
+	f.g.mu.Lock()
+	ch := f.g.gate
+	if ch != nil {
+		f.g.blocked++
+	}
+	f.g.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
+	return f.File.ReadAt(p, off)
 }
 
 // TestWriteStallsAreCounted: with compactions slowed down, level 0 fills

@@ -93,8 +93,8 @@ type DB struct {
 	// bgWG counts background goroutines: flushes, compactions, WAL
 	// retirements. Close waits for it.
 	bgWG sync.WaitGroup
-	// closing is set by Close: running compactions stop at their next
-	// poll, and nothing new starts.
+	// closing is set by Close: a running manual compaction stops at its
+	// next poll (compactionStop).
 	closing atomic.Bool
 	// l0Tables is the current version's level-0 table count, for flow
 	// control on the write path without taking the version.
@@ -198,8 +198,12 @@ func (db *DB) releaseTables() error {
 // Recovery returns what Open found in the write-ahead logs it replayed.
 func (db *DB) Recovery() RecoveryReport { return db.recovery }
 
-// Close waits for writes and a flush under way, interrupts compactions
-// (their unfinished outputs are deleted), and releases the directory. Data
+// Close waits for writes, flushes and automatic compactions under way,
+// starts no more, interrupts a manual compaction (Compact returns
+// ErrClosed and its unfinished outputs are deleted), and releases the
+// directory. An automatic compaction merges one level's tables into their
+// overlap below; waiting for it costs Close up to that one merge, and
+// spares the next Open from starting it over. Data
 // acknowledged by a write is already in the write-ahead log, so Close does
 // not need to flush the memtable. Using the DB after Close returns
 // ErrClosed; a second Close returns ErrClosed. Iterators still open keep
