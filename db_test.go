@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/sstable"
 )
 
 // openDB opens a database in a new temporary directory and closes it when
@@ -327,6 +328,64 @@ func TestInvalidOptions(t *testing.T) {
 		if _, err := shale.Open(dir, o); err == nil {
 			t.Errorf("Open with %+v succeeded", *o)
 		}
+	}
+}
+
+// TestTablesWithoutFilters: a negative BloomBitsPerKey writes tables with
+// no filter block, which read like any other, beside tables with filters.
+func TestTablesWithoutFilters(t *testing.T) {
+	dir := t.TempDir()
+	write := func(opts *shale.Options, from, to int) (filtered, unfiltered int) {
+		t.Helper()
+		db, err := shale.Open(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for i := from; i < to; i++ {
+			if err := db.Put([]byte(fmt.Sprintf("k%06d", i)), []byte(fmt.Sprintf("v%d", i)), shale.NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A flush, not a compaction: the tables written before stay as
+		// they were written.
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < to+100; i++ {
+			v, err := db.Get([]byte(fmt.Sprintf("k%06d", i)))
+			switch {
+			case i < to && (err != nil || string(v) != fmt.Sprintf("v%d", i)):
+				t.Fatalf("Get(k%06d) = %q, %v", i, v, err)
+			case i >= to && !errors.Is(err, shale.ErrNotFound):
+				t.Fatalf("Get(k%06d) of an absent key = %q, %v", i, v, err)
+			}
+		}
+		names, _ := filepath.Glob(filepath.Join(dir, "*.ldb"))
+		for _, name := range names {
+			f, err := os.Open(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, _ := f.Stat()
+			r, err := sstable.Open(f, st.Size(), sstable.ReaderOptions{FileName: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.HasFilter() {
+				filtered++
+			} else {
+				unfiltered++
+			}
+			f.Close()
+		}
+		return filtered, unfiltered
+	}
+	if f, u := write(&shale.Options{BloomBitsPerKey: -1}, 0, 3000); f != 0 || u != 1 {
+		t.Fatalf("with BloomBitsPerKey -1: %d tables with a filter and %d without; want 0 and 1", f, u)
+	}
+	if f, u := write(nil, 3000, 5000); f != 1 || u != 1 {
+		t.Fatalf("reopened with the default: %d tables with a filter and %d without; want 1 and 1", f, u)
 	}
 }
 

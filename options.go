@@ -103,8 +103,13 @@ type Options struct {
 	// BlockSize is the approximate size of a table's data blocks before
 	// compression. Default DefaultBlockSize.
 	BlockSize int
-	// BloomBitsPerKey sizes the bloom filters of new tables. Default
-	// DefaultBloomBitsPerKey.
+	// BloomBitsPerKey sizes the bloom filters of new tables, in bits per
+	// key: 10 (the default, DefaultBloomBitsPerKey) lets about 1% of the
+	// lookups of an absent key through to a data block. A negative value
+	// writes tables without filters, as LevelDB does by default: they take
+	// about BloomBitsPerKey/8 bytes a key less, and every lookup that
+	// reaches a table reads one of its data blocks. Tables keep the
+	// filters they were written with.
 	BloomBitsPerKey int
 	// Compression of new tables' blocks. Default SnappyCompression.
 	Compression Compression
@@ -147,7 +152,7 @@ func (o *Options) withDefaults() (Options, error) {
 	}{
 		{"WriteBufferSize", c.WriteBufferSize}, {"CacheSize", c.CacheSize},
 		{"MaxOpenFiles", int64(c.MaxOpenFiles)}, {"BlockSize", int64(c.BlockSize)},
-		{"BloomBitsPerKey", int64(c.BloomBitsPerKey)}, {"TargetFileSize", c.TargetFileSize},
+		{"TargetFileSize", c.TargetFileSize},
 		{"MaxConcurrentCompactions", int64(c.MaxConcurrentCompactions)},
 	} {
 		if f.v < 0 {
