@@ -104,17 +104,19 @@ func (r *Report) detailTable() table {
 }
 
 // found is the share of lookups that found their key; for recovery, in how
-// many passes the last acknowledged put survived the kill.
+// many passes the last acknowledged put survived the kill, and the least
+// share, over the passes, of the acknowledged keys that did.
 func found(w worker.Workload, c *Cell) string {
 	switch {
 	case !w.Reads:
 		return NA
 	case w.Name == "recovery":
-		kept := 0
+		kept, least := 0, 1.0
 		for _, s := range c.Samples {
 			kept += int(s.Found)
+			least = min(least, ratio(s.Kept, s.Acked))
 		}
-		return fmt.Sprintf("kept %d/%d", kept, len(c.Samples))
+		return fmt.Sprintf("kept %d/%d, keys ≥ %.1f%%", kept, len(c.Samples), 100*least)
 	}
 	return fmt.Sprintf("%.1f%%", 100*c.Median.FoundShare)
 }

@@ -49,7 +49,13 @@ type Result struct {
 	Writes  int64   `json:"writes"`  // puts made in this process
 	// Found counts lookups that found their key (for recovery: 1 if the
 	// last acknowledged put survived the kill).
-	Found      int64         `json:"found"`
+	Found int64 `json:"found"`
+	// For recovery: Acked is how many distinct keys the killed process's
+	// acknowledged puts wrote, and Kept how many the store holds after the
+	// timed Open (counted by a scan outside the timed span). A store that
+	// buffers unsynced puts in its own memory loses some at the kill.
+	Acked      int64         `json:"acked,omitempty"`
+	Kept       int64         `json:"kept,omitempty"`
 	WChar      int64         `json:"wchar"`       // bytes handed to write syscalls
 	WriteBytes int64         `json:"write_bytes"` // bytes sent toward storage
 	DiskBytes  int64         `json:"disk_bytes"`  // files in the directory after Close

@@ -318,7 +318,36 @@ func (e *env) recovery() error {
 	if found {
 		e.res.Found = 1
 	}
+	if err != nil {
+		return err
+	}
+	e.res.Acked = int64(crashKeys(e.n, e.seed))
+	e.res.Kept, err = countKeys(db)
 	return err
+}
+
+// crashKeys is how many distinct keys the killed process of the recovery
+// workload put.
+func crashKeys(n int, seed uint64) int {
+	keys := gen.NewKeys(n, seed, streamFill)
+	seen := make(map[uint64]struct{}, crashPuts(n))
+	for range crashPuts(n) {
+		seen[keys.Next()] = struct{}{}
+	}
+	return len(seen)
+}
+
+// countKeys counts the keys of db with one scan.
+func countKeys(db kv.Store) (int64, error) {
+	it, err := db.NewIter()
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	return n, it.Close()
 }
 
 // crashPuts is how many puts the killed process of the recovery workload
