@@ -11,6 +11,69 @@ import (
 // insert moves half a leaf on average; an insert in order appends.
 const leafCap = 128
 
+// A leaf's array grows as it fills rather than being allocated whole:
+// random inserts leave leaves between half and fully full, so arrays of
+// leafCap would be about 30% empty (a third of the memtable's index,
+// which is as large as half its arena for 100-byte values). Halves of a
+// split get arrays of splitCap, which grow once, to leafCap, when full;
+// the first leaf starts at firstCap and doubles. The arrays a split or a
+// growth gives up are kept for the next ones (index.spares), so that the
+// copies make no garbage.
+const (
+	splitCap = leafCap/2 + leafCap/4
+	firstCap = 8
+)
+
+// spares holds emptied leaf arrays of capacity splitCap and leafCap.
+type spares struct{ split, full [][]entry }
+
+// take returns an empty array of capacity c (splitCap or leafCap).
+func (s *spares) take(c int) []entry {
+	list := &s.full
+	if c == splitCap {
+		list = &s.split
+	}
+	if n := len(*list); n > 0 {
+		a := (*list)[n-1]
+		*list = (*list)[:n-1]
+		return a
+	}
+	return make([]entry, 0, c)
+}
+
+// maxSpares bounds each list of spares: random inserts take arrays as
+// fast as they give them up, but some orders only split, and would pile
+// up arrays of leafCap that nothing takes.
+const maxSpares = 4
+
+// give keeps a, whose entries have been copied elsewhere, for reuse, or
+// leaves it to the collector if enough are kept.
+func (s *spares) give(a []entry) {
+	list := &s.full
+	switch cap(a) {
+	case splitCap:
+		list = &s.split
+	case leafCap:
+	default:
+		return
+	}
+	if len(*list) < maxSpares {
+		clear(a) // no stale references into the arena
+		*list = append(*list, a[:0])
+	}
+}
+
+// grow gives l's array room for one more entry.
+func (x *index) grow(l *leaf) {
+	c := leafCap
+	if cap(l.ents) < splitCap {
+		c = min(2*cap(l.ents), leafCap)
+	}
+	old := l.ents
+	l.ents = append(x.spares.take(c), old...)
+	x.spares.give(old)
+}
+
 // btreeDegree is the degree of the B-tree of leaves: its nodes hold up to
 // 2*degree-1 leaves. With leaves of up to 128 entries, a memtable of a few
 // hundred thousand entries is a root over a level of nodes. (Not tuned:
@@ -23,7 +86,7 @@ const btreeDegree = 32
 // none). Leaves are never empty once an insert returns, and never shrink
 // but by a split.
 type leaf struct {
-	ents  []entry // ascending; capacity leafCap
+	ents  []entry // ascending; at most leafCap
 	lo    entry
 	hi    entry // valid if hasHi
 	hasHi bool
@@ -60,8 +123,9 @@ func lessItem(a, b leafItem) bool {
 // An index is not safe for concurrent use: the Memtable's RWMutex lets
 // readers share it and gives the writer (insert) sole use.
 type index struct {
-	tree *btree.BTreeG[leafItem]
-	hint *leaf // the leaf of the last insert
+	tree   *btree.BTreeG[leafItem]
+	hint   *leaf // the leaf of the last insert
+	spares spares
 }
 
 func newIndex() index {
@@ -90,7 +154,7 @@ func (x *index) insert(e entry) (old entry, replaced bool) {
 	l := x.hint
 	if l == nil || less(e, l.lo) || (l.hasHi && !less(e, l.hi)) {
 		if l = x.leafFor(e); l == nil {
-			l = &leaf{ents: make([]entry, 0, leafCap), lo: minEntry}
+			l = &leaf{ents: make([]entry, 0, firstCap), lo: minEntry}
 			x.tree.ReplaceOrInsert(leafItem{lo: l.lo, l: l})
 		}
 	}
@@ -104,8 +168,11 @@ func (x *index) insert(e entry) (old entry, replaced bool) {
 			return old, true
 		}
 	}
-	if n == leafCap {
+	switch {
+	case n == leafCap:
 		l, i = x.split(l, i, e)
+	case n == cap(l.ents):
+		x.grow(l)
 	}
 	l.ents = slices.Insert(l.ents, i, e)
 	x.hint = l
@@ -117,16 +184,19 @@ func (x *index) insert(e entry) (old entry, replaced bool) {
 // starts a new leaf of its own, leaving l full (inserts in order fill
 // their leaves); elsewhere l gives its upper half to a new leaf.
 func (x *index) split(l *leaf, i int, e entry) (*leaf, int) {
-	r := &leaf{ents: make([]entry, 0, leafCap), hi: l.hi, hasHi: l.hasHi}
+	r := &leaf{hi: l.hi, hasHi: l.hasHi}
 	const mid = leafCap / 2
 	at := 0
 	if i == len(l.ents) {
+		// Inserts in order will fill r as they filled l.
 		r.lo = e
+		r.ents = x.spares.take(leafCap)
 	} else {
 		r.lo = l.ents[mid]
-		r.ents = append(r.ents, l.ents[mid:]...)
-		clear(l.ents[mid:])
-		l.ents = l.ents[:mid]
+		old := l.ents
+		r.ents = append(x.spares.take(splitCap), old[mid:]...)
+		l.ents = append(x.spares.take(splitCap), old[:mid]...)
+		x.spares.give(old)
 		at = i - mid
 	}
 	l.hi, l.hasHi = r.lo, true

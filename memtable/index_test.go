@@ -13,7 +13,7 @@ import (
 // checkLeaves verifies the index's invariants: leaves in the tree's order
 // partition the entries, each sorted, within [lo, hi), each hi the next
 // leaf's lo, no leaf empty or over capacity. It returns every entry in
-// order.
+// order. No leaf's array holds more than leafCap entries.
 func checkLeaves(t *testing.T, x *index) []entry {
 	t.Helper()
 	var all []entry
@@ -23,7 +23,7 @@ func checkLeaves(t *testing.T, x *index) []entry {
 		if !sameKey(&it.lo, &l.lo) {
 			t.Fatalf("leaf item's bound %s differs from its leaf's %s", ikey.String(it.lo.key()), ikey.String(l.lo.key()))
 		}
-		if len(l.ents) == 0 || len(l.ents) > leafCap || cap(l.ents) != leafCap {
+		if len(l.ents) == 0 || len(l.ents) > leafCap || cap(l.ents) > leafCap {
 			t.Fatalf("leaf of %d entries, capacity %d", len(l.ents), cap(l.ents))
 		}
 		if less(l.ents[0], l.lo) {
@@ -177,6 +177,39 @@ func checkIndex(t *testing.T, x *index, model []entry, rng *rand.Rand) {
 // TestIndexFillsLeavesInOrder checks that inserts in key order leave every
 // leaf but the last full, and in descending order at least half full, which is what keeps a memtable filled in order
 // compact and its inserts from moving entries.
+// TestIndexLeavesStayFull: after random inserts, the leaves' arrays are
+// mostly in use (arrays of leafCap from the start would be about 30%
+// empty); after inserts in order, all but the last are full.
+func TestIndexLeavesStayFull(t *testing.T) {
+	use := func(x *index) (used, alloc int) {
+		x.tree.Ascend(func(it leafItem) bool {
+			used += len(it.l.ents)
+			alloc += cap(it.l.ents)
+			return true
+		})
+		return used, alloc
+	}
+	r := rand.New(rand.NewPCG(3, 3))
+	x := newIndex()
+	var kb [8]byte
+	for range 50000 {
+		binary.BigEndian.PutUint64(kb[:], r.Uint64())
+		x.insert(testEntry(kb[:], 1, ""))
+	}
+	checkLeaves(t, &x)
+	if used, alloc := use(&x); float64(used) < 0.8*float64(alloc) {
+		t.Errorf("random inserts: %d entries in arrays of %d (%.0f%%), want at least 80%%", used, alloc, 100*float64(used)/float64(alloc))
+	}
+	x = newIndex()
+	for i := range 50 * leafCap {
+		binary.BigEndian.PutUint64(kb[:], uint64(i))
+		x.insert(testEntry(kb[:], 1, ""))
+	}
+	if used, alloc := use(&x); used != alloc {
+		t.Errorf("inserts in order: %d entries in arrays of %d, want all full", used, alloc)
+	}
+}
+
 func TestIndexFillsLeavesInOrder(t *testing.T) {
 	x := newIndex()
 	var kb [8]byte
