@@ -96,7 +96,7 @@ func (d *driver) job(ctx context.Context, w worker.Workload, store string, pass 
 	case worker.FillRandom:
 		prep := spec
 		prep.Phase, prep.CPUProfile = worker.PhasePrepare, ""
-		_, _, err = d.runWorker(ctx, prep)
+		_, _, _, err = d.runWorker(ctx, prep)
 	case worker.Crash:
 		err = d.crash(ctx, spec)
 	}

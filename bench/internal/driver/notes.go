@@ -22,7 +22,10 @@ var Notes = []string{
 	"Each store and workload runs in fresh processes and a fresh directory: an untimed fill " +
 		"(fillrandom; for recovery n/2 puts ended by SIGKILL) in one process, then the timed workload " +
 		"in another. Stores alternate within each pass.",
-	"RSS: ru_maxrss of the timed process. disk: every file in the directory after Close. " +
+	"RSS: ru_maxrss of the timed process. anon: its largest RssAnon, sampled every 5 ms: RSS " +
+		"less the pages of the binary (shared by every store's workers; how many a process maps " +
+		"depends on the page cache) and of mapped files (shale's WAL window on Linux, bbolt's " +
+		"database). disk: every file in the directory after Close. " +
 		"WA: wchar of /proc/self/io (bytes handed to write syscalls, Open to Close) over 116 bytes per put " +
 		"made in the timed process. WA dev: write_bytes (pages dirtied toward the disk, mmap included; 0 on tmpfs) " +
 		"over the same. shale on Linux appends its WAL through mmap too, so its WA counts only tables, " +

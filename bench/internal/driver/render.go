@@ -72,7 +72,7 @@ func (r *Report) summaryTable() table {
 
 // DetailHeader is the header of the table of every figure.
 var DetailHeader = []string{"workload", "store", "throughput", "time", "shale/store",
-	"RSS MiB", "disk MiB", "puts", "WA", "WA dev", "p50", "p99", "p99.9", "p99.99", "max", "found"}
+	"RSS MiB", "anon MiB", "disk MiB", "puts", "WA", "WA dev", "p50", "p99", "p99.9", "p99.99", "max", "found"}
 
 // detailTable has a row per workload and store with every figure.
 func (r *Report) detailTable() table {
@@ -84,7 +84,7 @@ func (r *Report) detailTable() table {
 			m := c.Median
 			row := []string{wname, s, formatRate(m.Throughput),
 				formatDuration(time.Duration(m.Seconds * float64(time.Second))), r.ratio(wname, s),
-				formatMiB(m.PeakRSS), formatMiB(m.DiskBytes)}
+				formatMiB(m.PeakRSS), formatMiB(m.PeakAnon), formatMiB(m.DiskBytes)}
 			if w.Writes {
 				row = append(row, formatRate(m.Writes), sig3(m.WriteAmp), sig3(m.DeviceAmp))
 			} else {

@@ -37,6 +37,7 @@ type Median struct {
 	Throughput float64       `json:"throughput"` // ops per second
 	Seconds    float64       `json:"seconds"`
 	PeakRSS    float64       `json:"peak_rss"`
+	PeakAnon   float64       `json:"peak_anon"`
 	DiskBytes  float64       `json:"disk_bytes"`
 	Writes     float64       `json:"writes"`      // puts made in the timed process
 	WriteAmp   float64       `json:"write_amp"`   // wchar / user bytes; 0 if nothing was put
@@ -92,6 +93,7 @@ func medianOf(w worker.Workload, ss []Sample) Median {
 		Throughput: pick(Sample.throughput),
 		Seconds:    pick(func(s Sample) float64 { return s.Seconds }),
 		PeakRSS:    pick(func(s Sample) float64 { return float64(s.PeakRSS) }),
+		PeakAnon:   pick(func(s Sample) float64 { return float64(s.PeakAnon) }),
 		DiskBytes:  pick(func(s Sample) float64 { return float64(s.DiskBytes) }),
 		Writes:     pick(func(s Sample) float64 { return float64(s.Writes) }),
 		WriteAmp:   pick(func(s Sample) float64 { return ratio(s.WChar, s.Writes*gen.UserBytes) }),

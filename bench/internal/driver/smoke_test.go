@@ -162,8 +162,11 @@ func checkDetails(t *testing.T, rows [][]string, cfg Config) {
 		}
 		label := row[0] + " " + row[1] + " "
 		get := func(h string) (string, string) { return label + h, row[col[h]] }
-		for _, h := range []string{"throughput", "RSS MiB", "disk MiB"} {
+		for _, h := range []string{"throughput", "RSS MiB", "anon MiB", "disk MiB"} {
 			positive(t, get, h, parseRate)
+		}
+		if rss, anon := positive(t, get, "RSS MiB", parseRate), positive(t, get, "anon MiB", parseRate); anon > rss {
+			t.Errorf("%sanon %v MiB above RSS %v MiB", label, anon, rss)
 		}
 		positive(t, get, "time", parseDuration)
 		applies(t, get, "shale/store", row[1] != "shale", parseRate)
@@ -298,5 +301,15 @@ func TestRunStopsAtFailedWorker(t *testing.T) {
 	}
 	if r == nil || len(r.Cells["fillseq"]["shale"].Samples) != 1 || len(r.Cells["readrandom"]["shale"].Samples) != 0 {
 		t.Fatalf("partial report %+v", r)
+	}
+}
+
+func TestStatusKiB(t *testing.T) {
+	status := []byte("Name:\tshalebench\nVmRSS:\t   61236 kB\nRssAnon:\t   35812 kB\nRssFile:\t   25424 kB\n")
+	if got := statusKiB(status, "RssAnon:"); got != 35812 {
+		t.Errorf("RssAnon = %d, want 35812", got)
+	}
+	if got := statusKiB(status, "VmSwap:"); got != 0 {
+		t.Errorf("a missing field = %d, want 0", got)
 	}
 }
