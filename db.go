@@ -40,6 +40,10 @@ type DB struct {
 	// under way (a Get, or an open Iterator): the table cache closes when
 	// it drops to zero, so that Close never pulls files from under a read.
 	tableRefs atomic.Int32
+	// memChunks holds the memtables' bytes outside the Go heap. The DB
+	// holds a reference on mem and on each of imm (memtable.Ref), every
+	// read one on each memtable it reads (acquire).
+	memChunks *memtable.Chunks
 	recovery  RecoveryReport
 	// infoLog is the LOG file the default logger writes to, if any.
 	infoLog io.Closer
@@ -239,7 +243,9 @@ func (db *DB) Close() error {
 	for _, imm := range db.mu.imm {
 		err = errors.CombineErrors(err, imm.log.syncRetired())
 		err = errors.CombineErrors(err, imm.log.closeRetired())
+		imm.mem.Unref()
 	}
+	db.mu.mem.Unref() // open iterators hold their own references
 	if db.mu.log != nil {
 		err = errors.CombineErrors(err, db.mu.log.close())
 		db.mu.log = nil
@@ -247,8 +253,10 @@ func (db *DB) Close() error {
 	err = errors.CombineErrors(err, db.mu.bgErr)
 	db.mu.Unlock()
 	err = errors.CombineErrors(err, db.releaseTables())
-	// Blocks that open iterators hold stay mapped until they are released.
+	// Blocks and memtables that open iterators hold stay mapped until
+	// they are released.
 	db.blockCache.Close()
+	db.memChunks.Close()
 	if db.vs != nil {
 		err = errors.CombineErrors(err, db.vs.Close())
 	}

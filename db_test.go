@@ -244,8 +244,45 @@ func TestClosed(t *testing.T) {
 	if it2 := db.NewIterator(nil); it2.First() || !errors.Is(it2.Err(), shale.ErrClosed) {
 		t.Errorf("NewIterator after Close: Err = %v", it2.Err())
 	}
+	// An iterator open across Close still reads the memtable it holds.
+	if !it.First() || string(it.Key()) != "a" || string(it.Value()) != "1" || it.Next() {
+		t.Errorf("iterator open across Close: %q=%q, err %v; want a=1 alone", it.Key(), it.Value(), it.Err())
+	}
 	it.Close()
 	it.Close()
+}
+
+// An iterator reads the memtables it was opened over for as long as it is
+// open, though they are flushed meanwhile and later memtables reuse their
+// memory (a memtable's bytes go back to a pool at its last reference).
+func TestIteratorKeepsFlushedMemtables(t *testing.T) {
+	db, _ := openDB(t, &shale.Options{WriteBufferSize: 64 << 10})
+	value := func(i, round int) string { return fmt.Sprintf("%05d-round%d-%s", i, round, strings.Repeat("x", 80)) }
+	const n = 2000 // about four memtables of 64 KiB
+	for i := range n {
+		mustPut(t, db, fmt.Sprintf("key%05d", i), value(i, 0))
+	}
+	it := db.NewIterator(nil)
+	defer it.Close()
+	for round := 1; round <= 3; round++ {
+		for i := range n {
+			mustPut(t, db, fmt.Sprintf("key%05d", i), value(i, round))
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	i := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if k, v := string(it.Key()), string(it.Value()); k != fmt.Sprintf("key%05d", i) || v != value(i, 0) {
+			t.Fatalf("entry %d: %s=%.20q..., want key%05d=%.20q...", i, k, v, i, value(i, 0))
+		}
+		i++
+	}
+	if err := it.Err(); err != nil || i != n {
+		t.Fatalf("iterated %d entries, err %v; want %d", i, err, n)
+	}
+	wantGet(t, db, "key00007", []byte(value(7, 3)))
 }
 
 func TestSecondOpenIsLocked(t *testing.T) {

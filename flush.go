@@ -198,7 +198,7 @@ func (db *DB) switchMemtableLocked() error {
 	db.mu.imm = append(db.mu.imm, &immMemtable{
 		mem: db.mu.mem, lastSeq: db.commit.lastSeq, log: old, next: log, // the caller is the commit leader
 	})
-	db.mu.mem = memtable.New()
+	db.mu.mem = memtable.NewIn(db.memChunks)
 	db.mu.switched++
 	db.bgWG.Add(1)
 	go db.retireLog(log)
@@ -268,6 +268,7 @@ func (db *DB) flush(imm *immMemtable) {
 	}
 	db.mu.Unlock()
 	if err == nil {
+		imm.mem.Unref() // the DB's reference: reads now find its table
 		// The edit is durable: the WAL is needless, and a close error
 		// loses nothing.
 		if cerr := imm.log.closeRetired(); cerr != nil {

@@ -52,6 +52,7 @@ func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 	db.blockCache = cache.New(o.CacheSize)
 	db.tables = tablecache.New(fsys, dir, db.blockCache, o.MaxOpenFiles)
 	db.tableRefs.Store(1) // the DB's own, dropped by Close
+	db.memChunks = memtable.NewChunks(o.WriteBufferSize)
 	rec, err := db.replayLogs()
 	if err != nil {
 		return nil, err
@@ -177,7 +178,7 @@ func (db *DB) checkNoTables() error {
 func (db *DB) finishRecovery(rec *replayResult) error {
 	edit := rec.edit
 	carry := !rec.mem.Empty() && !rec.carryOff
-	mem := memtable.New()
+	mem := memtable.NewIn(db.memChunks)
 	if !rec.mem.Empty() && !carry {
 		meta, err := db.writeTable(rec.mem.NewIter(), 0)
 		if err != nil {
@@ -223,6 +224,12 @@ func (db *DB) finishRecovery(rec *replayResult) error {
 func (db *DB) abandon() {
 	if db.mu.log != nil {
 		db.mu.log.close()
+	}
+	if db.mu.mem != nil {
+		db.mu.mem.Unref()
+	}
+	if db.memChunks != nil {
+		db.memChunks.Close()
 	}
 	if db.tables != nil {
 		db.tables.Close()

@@ -32,8 +32,8 @@ func (rs *readState) memtables() []*memtable.Memtable { return rs.mems[:rs.n] }
 // latest, as the sequence number of a read, means the one acquire takes.
 const latest = ^uint64(0)
 
-// acquire returns the current read state with a reference on its version
-// and on the table cache; release gives both back. The memtables, the
+// acquire returns the current read state with a reference on its version,
+// its memtables and the table cache; release gives them back. The memtables, the
 // version and the sequence number are taken under one lock: a flush
 // finishing in between cannot hide the immutable memtable's entries, and a
 // compaction, which computes the oldest sequence number it must keep under
@@ -51,6 +51,9 @@ func (db *DB) acquire() (readState, error) {
 		rs.mems[rs.n] = db.mu.imm[i].mem
 		rs.n++
 	}
+	for _, m := range rs.memtables() {
+		m.Ref()
+	}
 	return rs, nil
 }
 
@@ -58,6 +61,9 @@ func (db *DB) acquire() (readState, error) {
 // longer current may have held the last reference to tables a compaction
 // replaced: they are deleted now, not at the next flush.
 func (db *DB) release(rs readState) {
+	for _, m := range rs.memtables() {
+		m.Unref()
+	}
 	stale := !db.vs.IsCurrent(rs.v)
 	rs.v.Unref()
 	db.releaseTables()

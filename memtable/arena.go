@@ -1,5 +1,7 @@
 package memtable
 
+import "github.com/shale-db/shale/internal/manual"
+
 // arenaChunkSize is the size of the chunks the arena carves entries from.
 // 64 KiB keeps the waste at the end of a chunk small against the default
 // write buffer (4 MiB) while cutting allocations for 100-byte values about
@@ -8,25 +10,69 @@ const arenaChunkSize = 64 << 10
 
 // arena hands out byte slices carved from large chunks, so that adding an
 // entry usually allocates nothing. Slices are never reused or modified once
-// handed out: the garbage collector frees a chunk when no entry (nor any
-// slice a reader kept) refers to it. An arena is used by the one writer
-// only.
+// handed out while the arena lives. Chunks come from the Go heap, where the
+// garbage collector frees a chunk when no entry (nor any slice a reader
+// kept) refers to it, or from a Chunks pool outside it, to which release
+// gives them all back at once. An arena is used by the one writer only.
 type arena struct {
 	free      []byte // the unused tail of the current chunk
 	chunkSize int    // 0 disables chunking (each slice is its own allocation)
+	pool      *Chunks
+	taken     []*manual.Buf // the chunks taken from pool
 }
 
-// alloc returns a zeroed slice of length and capacity n. Requests above a
-// quarter of a chunk get their own allocation, so that a large value
-// neither wastes the rest of a chunk nor pins a chunk's neighbours.
+// alloc returns a slice of length and capacity n with arbitrary contents.
+// Requests above a quarter of a chunk get their own allocation on the Go
+// heap, so that a large value neither wastes the rest of a chunk nor pins
+// a chunk's neighbours.
 func (a *arena) alloc(n int) []byte {
 	if n > a.chunkSize/4 {
 		return make([]byte, n)
 	}
 	if n > len(a.free) {
-		a.free = make([]byte, a.chunkSize)
+		a.free = a.newChunk()
 	}
 	b := a.free[:n:n]
 	a.free = a.free[n:]
 	return b
 }
+
+func (a *arena) newChunk() []byte {
+	if a.pool == nil || a.chunkSize != arenaChunkSize {
+		return make([]byte, a.chunkSize)
+	}
+	c := a.pool.p.Get()
+	a.taken = append(a.taken, c)
+	return c.B
+}
+
+// release gives the chunks taken from the pool back to it. Nothing may
+// read what the arena handed out after it.
+func (a *arena) release() {
+	for _, c := range a.taken {
+		c.Put()
+	}
+	a.taken, a.free = nil, nil
+}
+
+// Chunks is a pool of arena chunks outside the Go heap, shared by the
+// memtables of one database (NewIn). Outside the heap, a memtable's bytes
+// are resident once: on it, the collector let the heap grow to twice what
+// the memtables held before collecting, and a flushed memtable was garbage
+// that the runtime kept resident for a while after collecting it (see
+// internal/manual). A Chunks keeps one memtable's worth of free chunks
+// mapped for the next memtable and unmaps the rest. It is safe for
+// concurrent use.
+type Chunks struct{ p manual.Pool }
+
+// NewChunks returns a pool that keeps up to keepBytes of free chunks.
+func NewChunks(keepBytes int64) *Chunks {
+	return &Chunks{p: manual.Pool{Size: arenaChunkSize, Keep: int(keepBytes / arenaChunkSize)}}
+}
+
+// Close unmaps the free chunks; chunks that memtables still hold are
+// unmapped when their last reference goes.
+func (c *Chunks) Close() { c.p.Close() }
+
+// Stats returns the chunks memtables hold and the free ones kept mapped.
+func (c *Chunks) Stats() (held, free int) { return c.p.Stats() }

@@ -2,7 +2,7 @@
 // key (user key ascending, sequence number descending: ikey.Compare), until
 // they are flushed to a table. It is a github.com/google/btree BTreeG of
 // sorted leaves of entries (index.go), whose bytes are carved from an
-// arena of 64 KiB chunks.
+// arena of 64 KiB chunks (arena.go), on the Go heap or outside it.
 //
 // Use: the engine creates a Memtable with New, applies each batch after its
 // WAL write with Apply (or single entries with Add), answers point reads
@@ -29,11 +29,15 @@
 // lays the engine's stages out there; it makes no promise of stability. An
 // ordered map for programs is package shale itself.
 //
-// Immutability: the memtable never modifies or reuses bytes it has stored.
-// Slices returned by Get, Iterator.Key and Iterator.Value stay valid and
-// unchanged for as long as the caller keeps them, longer than the iterator
-// contract promises; they must not be modified. Keeping one pins the 64 KiB
-// chunk it lives in, so the engine copies the values it hands to users.
+// Immutability and lifetime: the memtable never modifies or reuses bytes it
+// has stored while it lives. Slices returned by Get, Iterator.Key and
+// Iterator.Value must not be modified. For a memtable from New they stay
+// valid for as long as the caller keeps them (keeping one pins the 64 KiB
+// chunk it lives in on the Go heap). A memtable from NewIn keeps its bytes
+// outside the Go heap, in chunks it gives back to its Chunks pool when its
+// last reference goes (Ref, Unref): its slices are valid while the caller
+// holds a reference, so the engine references every memtable a read uses
+// for as long as the read lasts, and copies the values it hands to users.
 //
 // Design, as measured by the package benchmarks (20,000 entries of 16-byte
 // keys and 100-byte values; process CPU time, on a shared 2-core machine):
@@ -167,13 +171,39 @@ type Memtable struct {
 	size atomic.Int64
 	n    atomic.Int64
 	dels atomic.Int64 // entries that are deletions
+	refs atomic.Int32 // see Ref
 }
 
-// New returns an empty Memtable.
-func New() *Memtable {
-	m := &Memtable{arena: arena{chunkSize: arenaChunkSize}}
+// New returns an empty Memtable whose bytes live on the Go heap.
+func New() *Memtable { return NewIn(nil) }
+
+// NewIn returns an empty Memtable whose arena takes its chunks from c
+// (nil: the Go heap), with one reference, its creator's (see Ref).
+func NewIn(c *Chunks) *Memtable {
+	m := &Memtable{arena: arena{chunkSize: arenaChunkSize, pool: c}}
 	m.mu.idx = newIndex()
+	m.refs.Store(1)
 	return m
+}
+
+// Ref takes a reference on m: its bytes stay in place until every
+// reference is given back with Unref. A memtable made by NewIn starts with
+// one reference; whoever reads it (Get, an iterator, a slice either
+// returned) holds one for as long as it reads.
+func (m *Memtable) Ref() { m.refs.Add(1) }
+
+// Unref gives a reference back. After the last one, the chunks m took from
+// its Chunks go back to the pool: nothing may use m, or any slice it
+// returned, again. For a memtable on the Go heap it only counts.
+func (m *Memtable) Unref() {
+	switch n := m.refs.Add(-1); {
+	case n == 0:
+		m.wmu.Lock()
+		m.arena.release()
+		m.wmu.Unlock()
+	case n < 0:
+		panic("memtable: Unref without a reference")
+	}
 }
 
 // makeEntry copies (ukey, seq, kind, value) into one arena slice.
