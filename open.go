@@ -57,10 +57,10 @@ func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 	if err != nil {
 		return nil, err
 	}
+	db.mu.mem = rec.mem // the DB's reference from here (abandon drops it)
 	db.recovery = rec.report
 	db.logRecovery()
 	if o.ReadOnly {
-		db.mu.mem = rec.mem
 		db.commit.lastSeq = rec.lastSeq
 		db.visibleSeq.Store(rec.lastSeq)
 		return db, nil
@@ -178,7 +178,6 @@ func (db *DB) checkNoTables() error {
 func (db *DB) finishRecovery(rec *replayResult) error {
 	edit := rec.edit
 	carry := !rec.mem.Empty() && !rec.carryOff
-	mem := memtable.NewIn(db.memChunks)
 	if !rec.mem.Empty() && !carry {
 		meta, err := db.writeTable(rec.mem.NewIter(), 0)
 		if err != nil {
@@ -186,8 +185,10 @@ func (db *DB) finishRecovery(rec *replayResult) error {
 		}
 		edit.AddFile(0, meta)
 		rec.tableSeq = rec.lastSeq
-	} else if carry {
-		mem = rec.mem
+	}
+	if !carry { // the replayed writes are in the table: start empty
+		db.mu.mem.Unref()
+		db.mu.mem = memtable.NewIn(db.memChunks)
 	}
 	log, err := db.createLog(db.vs.NewFileNum())
 	if err != nil {
@@ -214,7 +215,6 @@ func (db *DB) finishRecovery(rec *replayResult) error {
 	if err := db.retireLogs(rec); err != nil {
 		return err
 	}
-	db.mu.mem = mem
 	db.commit.lastSeq = rec.lastSeq
 	db.visibleSeq.Store(rec.lastSeq)
 	return nil

@@ -71,15 +71,16 @@ type replayFlush struct {
 	err  error
 }
 
-// startReplayFlush writes mem to a table in the background. At most one
-// runs at a time (the caller awaits the last first), so replay holds at
-// most two memtables.
+// startReplayFlush writes mem to a table in the background, then drops
+// the caller's reference to it. At most one runs at a time (the caller
+// awaits the last first), so replay holds at most two memtables.
 func (db *DB) startReplayFlush(res *replayResult, mem *memtable.Memtable) {
 	f := &replayFlush{done: make(chan struct{})}
 	res.flushing = f
 	go func() {
 		defer close(f.done)
 		f.meta, f.err = db.writeTable(mem.NewIter(), 0)
+		mem.Unref()
 	}()
 }
 
@@ -123,19 +124,25 @@ func (db *DB) noteCarry(res *replayResult, rec []byte) {
 
 // replayLogs replays, in order, every WAL that the MANIFEST has not seen.
 // When writable, a memtable that fills during replay is written to a table
-// (recorded in the result's edit), so that memory stays bounded.
-func (db *DB) replayLogs() (*replayResult, error) {
+// (recorded in the result's edit), so that memory stays bounded. The
+// result's memtable comes with a reference for the caller.
+func (db *DB) replayLogs() (_ *replayResult, err error) {
 	nums, err := db.logsToReplay()
 	if err != nil {
 		return nil, err
 	}
 	res := &replayResult{
 		report:   RecoveryReport{Mode: db.opts.Recovery},
-		mem:      memtable.New(),
+		mem:      memtable.NewIn(db.memChunks),
 		edit:     &manifest.VersionEdit{},
 		lastSeq:  db.vs.LastSequence(),
 		tableSeq: db.vs.LastSequence(),
 	}
+	defer func() {
+		if err != nil {
+			res.mem.Unref()
+		}
+	}()
 	newest, err := db.newestLog(nums)
 	if err != nil {
 		return nil, err
@@ -286,7 +293,7 @@ func (db *DB) replayRecord(res *replayResult, lr *LogRecovery, rec []byte, off i
 			return true, err
 		}
 		db.startReplayFlush(res, res.mem)
-		res.mem = memtable.New()
+		res.mem = memtable.NewIn(db.memChunks)
 		res.tableSeq = res.lastSeq
 		res.carry, res.carryBytes, res.carryOff = nil, 0, false
 	}
