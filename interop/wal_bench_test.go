@@ -6,7 +6,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/cockroachdb/pebble/record"
+	"github.com/cockroachdb/pebble/v2/record"
 	"github.com/shale-db/shale/wal"
 	"github.com/syndtr/goleveldb/leveldb/journal"
 )

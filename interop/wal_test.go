@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cockroachdb/pebble/record"
+	"github.com/cockroachdb/pebble/v2/record"
 	"github.com/shale-db/shale/wal"
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/journal"
