@@ -3,6 +3,7 @@ package shale
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -70,5 +71,60 @@ func TestBlockCacheReferencesReleased(t *testing.T) {
 	}
 	if m := db.blockCache.Metrics(); m.Mapped != 0 || m.Buffers != 0 {
 		t.Fatalf("after the last iterator closed: %+v", m)
+	}
+}
+
+// A scan that goes on from one table of a level to the next stays a long
+// scan: the next tables' blocks are read ahead and go to no cache, so a
+// full scan leaves at most the first table's first blocks cached, not
+// those of every table it crosses.
+func TestLongScanCrossesTables(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{WriteBufferSize: 256 << 10, TargetFileSize: 64 << 10, CacheSize: 8 << 20}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	val := make([]byte, 400) // incompressible
+	const n = 6000           // 2.4 MB: about 40 tables of 64 KiB at the bottom
+	for i := 0; i < n; i++ {
+		for j := range val {
+			val[j] = byte(r.Uint32())
+		}
+		if err := db.Put([]byte(fmt.Sprintf("k%06d", i)), val, NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(dir, opts); err != nil { // an empty cache
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tables := 0
+	for _, l := range db.Metrics().Levels {
+		tables += l.Tables
+	}
+	if tables < 20 {
+		t.Fatalf("%d tables; the test wants a level of many", tables)
+	}
+	it := db.NewIterator(nil)
+	count := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		count++
+	}
+	if err := it.Close(); err != nil || count != n {
+		t.Fatalf("scanned %d keys, err %v; want %d", count, err, n)
+	}
+	// The first table fills the cache until its scan is long; every block
+	// after goes uncached. Before, each table's first noFillAfter blocks
+	// were cached: about 64 blocks of 4 KiB times the tables crossed.
+	if cached, limit := db.Metrics().BlockCache.Bytes, int64(80*5<<10); cached > limit {
+		t.Fatalf("a scan across %d tables left %d bytes in the cache, more than one table's %d", tables, cached, limit)
 	}
 }

@@ -89,6 +89,21 @@ func (ra *readahead) longScan() bool {
 	return ra != nil && ra.run >= noFillAfter
 }
 
+// ScanRun implements iterator.Scanner.
+func (it *tableIter) ScanRun() int {
+	if !it.ra.have {
+		return 0
+	}
+	return it.ra.run + 1 // run counts the blocks after the first
+}
+
+// ContinueScan implements iterator.Scanner: a read of the table's first
+// data block (at offset 0) continues the run of n blocks read before it in
+// another table.
+func (it *tableIter) ContinueScan(n int) {
+	it.ra.have, it.ra.next, it.ra.run = true, 0, n-1
+}
+
 // scratch returns the buffer to decode the next block into, one that
 // neither the current block nor the one before it occupies. Blocks that go
 // to no cache (a compaction's, a long scan's) are decoded into two buffers

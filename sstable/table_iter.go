@@ -25,7 +25,10 @@ type tableIter struct {
 	err       error
 }
 
-var _ iterator.Iterator = (*tableIter)(nil)
+var (
+	_ iterator.Iterator = (*tableIter)(nil)
+	_ iterator.Scanner  = (*tableIter)(nil)
+)
 
 // loadBlock points data at the block of the current index entry.
 func (it *tableIter) loadBlock() bool {

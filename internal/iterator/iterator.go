@@ -39,6 +39,21 @@ type Iterator interface {
 	Close() error
 }
 
+// Scanner is implemented by iterators that count the blocks they read in
+// file order (table iterators), so that an iterator over a run of tables
+// can carry the count from one table's iterator to the next: a scan that
+// crosses tables then reads ahead at once in the next table, and once it
+// is long it leaves the block cache alone, as it would within one table,
+// rather than starting over at every table.
+type Scanner interface {
+	// ScanRun returns how many blocks in a row the iterator has read,
+	// each where the one before ended.
+	ScanRun() int
+	// ContinueScan tells an iterator not yet positioned that its first
+	// block continues a run of n blocks.
+	ContinueScan(n int)
+}
+
 // Empty returns an iterator over nothing that reports err (which may be nil)
 // from Err and Close.
 func Empty(err error) Iterator { return emptyIter{err} }

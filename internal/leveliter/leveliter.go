@@ -102,11 +102,16 @@ func (it *Iter[F]) fail(err error) bool {
 }
 
 // forward positions at the first entry of files[i:], using SeekGE(key) in
-// files[i] if seek is set, and First elsewhere.
-func (it *Iter[F]) forward(i int, key []byte, seek bool) bool {
+// files[i] if seek is set, and First elsewhere. The tables opened here
+// continue a run of scan blocks read in order (iterator.Scanner): Next
+// read that many from files[i-1].
+func (it *Iter[F]) forward(i int, key []byte, seek bool, scan int) bool {
 	for ; i < len(it.files); i, seek = i+1, false {
 		if !it.load(i) {
 			return false
+		}
+		if s, ok := it.cur.(iterator.Scanner); ok && scan > 0 {
+			s.ContinueScan(scan)
 		}
 		var ok bool
 		if seek {
@@ -154,14 +159,14 @@ func (it *Iter[F]) backward(i int, key []byte, seek bool) bool {
 func (it *Iter[F]) usable() bool { return it.state < failed }
 
 // First implements iterator.Iterator.
-func (it *Iter[F]) First() bool { return it.usable() && it.forward(0, nil, false) }
+func (it *Iter[F]) First() bool { return it.usable() && it.forward(0, nil, false, 0) }
 
 // Last implements iterator.Iterator.
 func (it *Iter[F]) Last() bool { return it.usable() && it.backward(len(it.files)-1, nil, false) }
 
 // SeekGE implements iterator.Iterator.
 func (it *Iter[F]) SeekGE(key []byte) bool {
-	return it.usable() && it.forward(it.find(key), key, true)
+	return it.usable() && it.forward(it.find(key), key, true, 0)
 }
 
 // SeekLT implements iterator.Iterator. Files before find(key) hold only
@@ -190,7 +195,11 @@ func (it *Iter[F]) Next() bool {
 		if err := it.cur.Err(); err != nil {
 			return it.fail(err)
 		}
-		return it.forward(it.i+1, nil, false)
+		run := 0
+		if s, ok := it.cur.(iterator.Scanner); ok {
+			run = s.ScanRun()
+		}
+		return it.forward(it.i+1, nil, false, run)
 	case atStart:
 		return it.First()
 	}

@@ -256,3 +256,56 @@ func split(rng *rand.Rand, kvs []itertest.KV) [][]itertest.KV {
 	}
 	return files
 }
+
+// scanIter is a table iterator that counts each step as a block read in
+// order, and records the run it was told to continue.
+type scanIter struct {
+	iterator.Iterator
+	run       int
+	continued int // -1: ContinueScan was not called
+}
+
+func (s *scanIter) ScanRun() int         { return s.run }
+func (s *scanIter) ContinueScan(n int)   { s.continued, s.run = n, n }
+func (s *scanIter) First() bool          { s.run++; return s.Iterator.First() }
+func (s *scanIter) Next() bool           { s.run++; return s.Iterator.Next() }
+func (s *scanIter) SeekGE(k []byte) bool { s.run = 1; return s.Iterator.SeekGE(k) }
+
+// Next into the following table hands it the run of blocks the table
+// before read in order; a First or a seek starts a table afresh.
+func TestLevelNextContinuesScan(t *testing.T) {
+	l := threeFiles(t)
+	var opened []*scanIter
+	it := leveliter.New(l.files, bounds, func(f file) (iterator.Iterator, error) {
+		inner, err := l.open(f)
+		s := &scanIter{Iterator: inner, continued: -1}
+		opened = append(opened, s)
+		return s, err
+	})
+	for ok := it.First(); ok; ok = it.Next() {
+	}
+	// file 0: First, Next, Next (past its end): run 3; file 1 continues
+	// it, then First, Next, Next, Next: run 3+4.
+	if len(opened) != 3 || opened[0].continued != -1 || opened[1].continued != 3 || opened[2].continued != 7 {
+		t.Fatalf("continued runs %v, want -1, 3, 7", continuedRuns(opened))
+	}
+	opened = nil
+	if !it.SeekGE(ikey.ParseString("c#9,PUT")) {
+		t.Fatal("SeekGE c#9 found nothing")
+	}
+	if len(opened) != 1 || opened[0].continued != -1 {
+		t.Fatalf("a seek's table continued a scan: %v", continuedRuns(opened))
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l.check()
+}
+
+func continuedRuns(its []*scanIter) []int {
+	var runs []int
+	for _, s := range its {
+		runs = append(runs, s.continued)
+	}
+	return runs
+}

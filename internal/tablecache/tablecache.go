@@ -312,7 +312,25 @@ type releasingIter struct {
 	release func()
 }
 
-var _ iterator.Iterator = (*releasingIter)(nil)
+var (
+	_ iterator.Iterator = (*releasingIter)(nil)
+	_ iterator.Scanner  = (*releasingIter)(nil)
+)
+
+// ScanRun implements iterator.Scanner for the table iterator.
+func (it *releasingIter) ScanRun() int {
+	if s, ok := it.Iterator.(iterator.Scanner); ok {
+		return s.ScanRun()
+	}
+	return 0
+}
+
+// ContinueScan implements iterator.Scanner for the table iterator.
+func (it *releasingIter) ContinueScan(n int) {
+	if s, ok := it.Iterator.(iterator.Scanner); ok {
+		s.ContinueScan(n)
+	}
+}
 
 // Close closes the table iterator and releases the table; safe twice.
 func (it *releasingIter) Close() error {
