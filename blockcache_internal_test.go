@@ -128,3 +128,36 @@ func TestLongScanCrossesTables(t *testing.T) {
 		t.Fatalf("a scan across %d tables left %d bytes in the cache, more than one table's %d", tables, cached, limit)
 	}
 }
+
+// Open writes what it replayed to a table and keeps none of the replayed
+// memtables' chunks mapped: a database opened to be read may never need
+// them again.
+func TestOpenKeepsNoReplayedChunks(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := bytes.Repeat([]byte{'v'}, 1000)
+	for i := 0; i < 2000; i++ { // 2 MB: past the carry limit, within one memtable
+		if err := db.Put([]byte(fmt.Sprintf("k%06d", i)), val, NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if held, _ := db.memChunks.Stats(); held < 20 {
+		t.Fatalf("the memtable holds %d chunks after 2 MB of puts", held)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if held, free := db.memChunks.Stats(); held != 0 || free != 0 {
+		t.Fatalf("after replaying 2 MB into a table: %d chunks held, %d free; want none", held, free)
+	}
+	if v, err := db.Get([]byte("k001999")); err != nil || !bytes.Equal(v, val) {
+		t.Fatalf("Get after reopen: %.10q, %v", v, err)
+	}
+}

@@ -68,6 +68,7 @@ func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 	if err := db.finishRecovery(rec); err != nil {
 		return nil, err
 	}
+	db.memChunks.Trim() // what the memtables replay wrote to tables held
 	db.deleteObsoleteFiles()
 	db.mu.Lock()
 	db.maybeScheduleLocked() // a database opened over its L0 trigger compacts

@@ -70,6 +70,10 @@ func NewChunks(keepBytes int64) *Chunks {
 	return &Chunks{p: manual.Pool{Size: arenaChunkSize, Keep: int(keepBytes / arenaChunkSize)}}
 }
 
+// Trim unmaps the free chunks kept so far, such as those of the memtables
+// that Open's replay wrote to tables: the next memtable may never come.
+func (c *Chunks) Trim() { c.p.Trim() }
+
 // Close unmaps the free chunks; chunks that memtables still hold are
 // unmapped when their last reference goes.
 func (c *Chunks) Close() { c.p.Close() }

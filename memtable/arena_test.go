@@ -104,3 +104,24 @@ func TestChunksReused(t *testing.T) {
 		t.Fatalf("a chunk given back after Close stayed: %d held, %d free", h, f)
 	}
 }
+
+// Trim unmaps the free chunks but keeps later ones, unlike Close.
+func TestChunksTrim(t *testing.T) {
+	c := NewChunks(1 << 20)
+	m, _ := fillPooled(t, c, 1000)
+	m.Unref()
+	if _, f := c.Stats(); f == 0 {
+		t.Fatal("no free chunk kept after the last Unref")
+	}
+	c.Trim()
+	if h, f := c.Stats(); h != 0 || f != 0 {
+		t.Fatalf("after Trim: %d held, %d free", h, f)
+	}
+	m, _ = fillPooled(t, c, 1000)
+	held, _ := c.Stats()
+	m.Unref()
+	if _, f := c.Stats(); f != held {
+		t.Fatalf("after Trim, a memtable's %d chunks given back: %d kept, want all", held, f)
+	}
+	c.Close()
+}

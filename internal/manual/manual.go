@@ -228,12 +228,20 @@ func (b *Buf) Put() {
 	}
 }
 
+// Trim unmaps the free buffers kept so far; later ones are kept as before.
+func (p *Pool) Trim() { p.trim(false) }
+
 // Close unmaps the free buffers and keeps none from then on: a buffer
 // given back after Close is unmapped at once. Get still works.
-func (p *Pool) Close() {
+func (p *Pool) Close() { p.trim(true) }
+
+func (p *Pool) trim(close bool) {
 	p.mu.Lock()
 	free := p.free
-	p.free, p.Keep = nil, 0
+	p.free = nil
+	if close {
+		p.Keep = 0
+	}
 	p.mu.Unlock()
 	for _, b := range free {
 		if b.mapped {
