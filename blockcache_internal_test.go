@@ -9,7 +9,8 @@ import (
 
 // The block cache's memory lives outside the Go heap and is handed back by
 // reference counts: every Get, iterator and compaction must release what it
-// took. Once reads are done the only blocks out are the cached ones; an
+// took. Once reads are done the only blocks out are the cached ones and the
+// open tables' index and filter blocks; an
 // iterator left open across Close keeps reading intact blocks, and the
 // memory is unmapped when it closes.
 func TestBlockCacheReferencesReleased(t *testing.T) {
@@ -52,9 +53,15 @@ func TestBlockCacheReferencesReleased(t *testing.T) {
 	if err := it.Close(); err != nil {
 		t.Fatal(err)
 	}
+	tables := 0
+	for _, l := range db.Metrics().Levels {
+		tables += l.Tables
+	}
+	// Besides the cached blocks, each open table keeps its index block,
+	// index table and filter in the cache's memory, uncached.
 	m := db.blockCache.Metrics()
-	if m.Buffers != m.Count || m.Mapped == 0 {
-		t.Fatalf("after reads: %d blocks out of the maps, %d cached, %d bytes mapped", m.Buffers, m.Count, m.Mapped)
+	if kept := m.Buffers - m.Count; kept < 0 || kept > 3*tables || m.Mapped == 0 {
+		t.Fatalf("after reads: %d blocks out of the maps, %d cached (%d tables), %d bytes mapped", m.Buffers, m.Count, tables, m.Mapped)
 	}
 
 	open := db.NewIterator(nil)

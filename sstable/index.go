@@ -23,12 +23,17 @@ type indexEntry struct {
 // entry is a restart point that shares nothing with the one before (as
 // LevelDB, goleveldb and shale write index blocks) and the keys and handles
 // fit the entry's fields. 40 bytes per data block.
-func buildIndexTable(index []byte, file string, blockOff int64) []indexEntry {
+func buildIndexTable(index []byte, file string, blockOff int64, alloc func(n int) []indexEntry) []indexEntry {
 	var it blockIter
 	if it.init(index, true, file, blockOff) != nil || it.numRestarts == 0 {
 		return nil
 	}
-	tab := make([]indexEntry, it.numRestarts)
+	var tab []indexEntry
+	if alloc != nil {
+		tab = alloc(it.numRestarts)
+	} else {
+		tab = make([]indexEntry, it.numRestarts)
+	}
 	for i := range tab {
 		off, ok := it.restart(i)
 		if !ok {

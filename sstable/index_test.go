@@ -58,10 +58,10 @@ func TestIndexTableFallsBack(t *testing.T) {
 	for i := range 100 {
 		ents = append(ents, kv{ikey.Make([]byte{'k', byte(i / 10), byte(i)}, 1, ikey.KindSet), []byte{byte(i), 1}})
 	}
-	if tab := buildIndexTable(buildBlock(ents, 16), "", 0); tab != nil {
+	if tab := buildIndexTable(buildBlock(ents, 16), "", 0, nil); tab != nil {
 		t.Fatalf("index table of %d entries for a block with shared prefixes", len(tab))
 	}
-	if tab := buildIndexTable(buildBlock(ents, 1), "", 0); len(tab) != len(ents) {
+	if tab := buildIndexTable(buildBlock(ents, 1), "", 0, nil); len(tab) != len(ents) {
 		t.Fatalf("index table of %d entries for %d restart points", len(tab), len(ents))
 	}
 }

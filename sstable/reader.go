@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"unsafe"
 
 	"github.com/cockroachdb/errors"
 	"github.com/golang/snappy"
@@ -49,7 +50,13 @@ type Reader struct {
 	filter   *filterReader // nil: no usable filter
 	// filterErr is why a filter the metaindex names was dropped, if it was.
 	filterErr error
-	metaKeys  []metaEntry // every metaindex entry, for Layout
+	// kept holds the memory of index, indexTab and the filter when it
+	// comes from the block cache's maps (ReaderOptions.Cache), released
+	// by Close: on the Go heap, the tables' index and filter blocks were
+	// most of what a database keeps live, and the collector let the heap
+	// grow to twice that.
+	kept     []*cache.Value
+	metaKeys []metaEntry // every metaindex entry, for Layout
 
 	skipChecksums bool // only for fuzzing
 }
@@ -87,19 +94,48 @@ func open(r io.ReaderAt, size int64, opts ReaderOptions, verify bool) (*Reader, 
 		return nil, t.corrupt(size-FooterLen, "footer: %s", reason)
 	}
 	if err := t.readMetaIndex(); err != nil {
+		t.Close()
 		return nil, err
 	}
-	index, err := t.readBlock(t.footer.Index)
+	index, err := t.keepBlock(t.footer.Index)
 	if err != nil {
+		t.Close()
 		return nil, err
 	}
 	var it blockIter
 	if err := it.init(index, true, opts.FileName, int64(t.footer.Index.Offset)); err != nil {
+		t.Close()
 		return nil, err
 	}
 	t.index = index
-	t.indexTab = buildIndexTable(index, opts.FileName, int64(t.footer.Index.Offset))
+	t.indexTab = buildIndexTable(index, opts.FileName, int64(t.footer.Index.Offset), t.allocIndexTable)
 	return t, nil
+}
+
+// keepBlock reads the block at h, as readBlock, into memory that the
+// Reader keeps until Close: the block cache's (not cached), else Go's.
+func (t *Reader) keepBlock(h BlockHandle) ([]byte, error) {
+	if t.opts.Cache == nil {
+		return t.readBlock(h)
+	}
+	v, err := t.readDecoded(h, t.opts.Cache)
+	if err != nil {
+		return nil, err
+	}
+	t.kept = append(t.kept, v)
+	return v.Bytes(), nil
+}
+
+// allocIndexTable returns room for n index entries, kept as keepBlock
+// keeps blocks. indexEntry holds no pointers, so it may live outside the
+// Go heap.
+func (t *Reader) allocIndexTable(n int) []indexEntry {
+	if t.opts.Cache == nil || n == 0 {
+		return make([]indexEntry, n)
+	}
+	v := t.opts.Cache.Alloc(n * int(unsafe.Sizeof(indexEntry{})))
+	t.kept = append(t.kept, v)
+	return unsafe.Slice((*indexEntry)(unsafe.Pointer(unsafe.SliceData(v.Bytes()))), n)
 }
 
 // readMetaIndex reads the metaindex block and the filter block it names.
@@ -127,7 +163,7 @@ func (t *Reader) readMetaIndex() error {
 			t.filterErr = t.corrupt(int64(h.Offset), "metaindex: bad filter block handle")
 			continue
 		}
-		fb, err := t.readBlock(bh)
+		fb, err := t.keepBlock(bh)
 		if err != nil && !errors.Is(err, ErrCorrupt) {
 			return err
 		}
@@ -514,7 +550,16 @@ func (t *Reader) HasFilter() bool { return t.filter != nil }
 // was damaged), or nil. Such a table reads correctly, only slower.
 func (t *Reader) FilterErr() error { return t.filterErr }
 
-// Close releases the Reader; it holds no resources beyond memory, so this
-// only marks the end of its use. It does not close the io.ReaderAt, which
-// the caller closes once the Reader's iterators are closed.
-func (t *Reader) Close() error { return nil }
+// Close releases the Reader's index and filter blocks, which come from
+// the block cache's memory when ReaderOptions.Cache is set: the Reader and
+// every iterator from it must be done with. It does not close the
+// io.ReaderAt, which the caller closes once the Reader's iterators are
+// closed. A second Close does nothing.
+func (t *Reader) Close() error {
+	for _, v := range t.kept {
+		v.Release()
+	}
+	t.kept = nil
+	t.index, t.indexTab, t.filter = nil, nil, nil
+	return nil
+}

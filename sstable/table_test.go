@@ -398,6 +398,12 @@ func TestBlocksOutliveEviction(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+	// The Reader's index, index table and filter come from the cache's
+	// memory too, uncached, until Close.
+	if m := c.Metrics(); m.Buffers != m.Count+3 {
+		t.Fatalf("iterators closed, Reader open: %d buffers out, %d cached; want the Reader's 3 more", m.Buffers, m.Count)
+	}
+	r.Close()
 	if m := c.Metrics(); m.Buffers != m.Count || m.Count == 0 {
 		t.Fatalf("after every reader closed: %d buffers out, %d cached", m.Buffers, m.Count)
 	}
