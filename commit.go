@@ -195,7 +195,7 @@ func (db *DB) commitGroup(group []*writer) ([]*writer, error) {
 	db.visibleSeq.Store(db.commit.lastSeq)
 	db.writeGroups.Add(1)
 	if mem.Deletions() > 0 {
-		db.armIdleFlush()
+		db.armIdle()
 	}
 	return group, nil
 }

@@ -696,3 +696,60 @@ func TestLevelPressure(t *testing.T) {
 		}
 	}
 }
+
+// Once writes stop for idleDelay, level 0 compacts even below its trigger,
+// so that a database left to be read does not look at the same few
+// level-0 tables at every read for good; so does a database reopened with
+// level-0 tables (one of them written by the Open, from its WAL).
+func TestIdleCompactsLevel0(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{WriteBufferSize: 64 << 10}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := bytes.Repeat([]byte{'v'}, 200)
+	put := func(db *DB, from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if err := db.Put([]byte(fmt.Sprintf("k%05d", i)), val, NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitL0Empty := func(db *DB, when string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for db.l0Tables.Load() != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d level-0 tables 10 s after the last write", when, db.l0Tables.Load())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	put(db, 0, 300) // one flush: a level-0 table, below the trigger of four
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := db.l0Tables.Load(); n < 1 || n >= 4 {
+		t.Fatalf("%d level-0 tables after the flush; the test wants one to three", n)
+	}
+	waitL0Empty(db, "after the writes")
+	put(db, 300, 400) // left in the WAL: the next Open writes it to level 0
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if n := db.l0Tables.Load(); n != 1 {
+		t.Fatalf("%d level-0 tables after the Open; want the one it wrote", n)
+	}
+	waitL0Empty(db, "after the Open")
+	for i := 0; i < 400; i += 37 {
+		if v, err := db.Get([]byte(fmt.Sprintf("k%05d", i))); err != nil || !bytes.Equal(v, val) {
+			t.Fatalf("k%05d: %.10q, %v", i, v, err)
+		}
+	}
+}

@@ -91,6 +91,10 @@ type DB struct {
 		// slowdownDebt is the delay writes owe while level 0 is full
 		// (see makeRoomLocked).
 		slowdownDebt time.Duration
+		// idle is set when the idle timer found no write since
+		// writeGroups was idleSince (see idleDelay).
+		idle      bool
+		idleSince uint64
 		// stalls and counters feed Metrics.
 		stalls   stallCounters
 		counters bgCounters
@@ -108,7 +112,7 @@ type DB struct {
 	// (see levelPressure); 0 for none.
 	levelPressure atomic.Int32
 	// writeGroups counts commit groups; idleArmed is set while the
-	// idle-flush timer runs (see idleFlush).
+	// idle timer runs (see idleDelay).
 	writeGroups atomic.Uint64
 	idleArmed   atomic.Bool
 	// walBytes counts the batch bytes written to WALs since Open.

@@ -73,6 +73,9 @@ func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 	db.mu.Lock()
 	db.maybeScheduleLocked() // a database opened over its L0 trigger compacts
 	db.mu.Unlock()
+	if db.l0Tables.Load() > 0 {
+		db.armIdle() // a database opened to be read compacts level 0 once idle
+	}
 	return db, nil
 }
 

@@ -78,7 +78,11 @@ func (db *DB) pickLocked() *compaction.Compaction {
 	for _, j := range db.mu.compactions {
 		st.Running = append(st.Running, j.running)
 	}
-	return compaction.Pick(newVersionLSM(v), db.pickerOptions(), st)
+	o := db.pickerOptions()
+	if db.idleCompactL0Locked() {
+		o.L0Trigger = 1
+	}
+	return compaction.Pick(newVersionLSM(v), o, st)
 }
 
 func (db *DB) pickerOptions() compaction.Options {
