@@ -188,8 +188,8 @@ func NewIn(c *Chunks) *Memtable {
 
 // Ref takes a reference on m: its bytes stay in place until every
 // reference is given back with Unref. A memtable made by NewIn starts with
-// one reference; whoever reads it (Get, an iterator, a slice either
-// returned) holds one for as long as it reads.
+// one reference; whoever reads it (a Get, an iterator, or a slice that
+// either returned) holds one for as long as it reads.
 func (m *Memtable) Ref() { m.refs.Add(1) }
 
 // Unref gives a reference back. After the last one, the chunks m took from
