@@ -218,10 +218,10 @@ func (db *DB) mergeInputs(c *compaction.Compaction, inputs []compactInput, files
 // compactionIters returns the iterators a compaction merges: one per run of
 // disjoint tables, read one table at a time (a level below 0 is one run,
 // level 0 is split as reads split it), rather than one per table. Each
-// open table holds a 256 KiB readahead buffer and a place in the merging
-// heap: a compaction of 4 level-0 tables into 20 of level 6 held 24
-// buffers (6 MiB, which the collector's headroom doubles) and stepped a
-// heap of 24 where 2 do.
+// open table holds a readahead buffer and a place in the merging heap: a
+// compaction of 4 level-0 tables into 20 of level 6 held 24 buffers (6 MiB
+// when they were 256 KiB on the Go heap, which the collector's headroom
+// doubled) and stepped a heap of 24 where 2 do.
 func (db *DB) compactionIters(inputs []compactInput, files []*manifest.FileMeta) []iterator.Iterator {
 	var byLevel [manifest.NumLevels][]*manifest.FileMeta
 	for i, in := range inputs {

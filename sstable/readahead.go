@@ -3,9 +3,14 @@ package sstable
 import "github.com/shale-db/shale/internal/manual"
 
 // readaheadSize is how much of a table one read brings in once an iterator
-// reads blocks in file order: at 4 KiB blocks, one read serves about 60 of
-// them where each would otherwise be a read of its own.
-const readaheadSize = 256 << 10
+// reads blocks in file order: at 4 KiB blocks (about 2.2 KiB once
+// compressed), one read serves about 30 of them where each would otherwise
+// be a read of its own. At 256 KiB, the buffers of a scan over six tables
+// beside a compaction of as many took 2 MiB more of the process's peak
+// memory (db_bench's readseq and the recovery workload, shalebench), for
+// no measurable gain in speed: the kernel's own readahead keeps the page
+// cache ahead of either size.
+const readaheadSize = 64 << 10
 
 // readaheadAfter is how many blocks an iterator reads in a row, each
 // starting where the one before ended, before reads go through readahead:
