@@ -1,7 +1,10 @@
 package vfs
 
 import (
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -37,4 +40,81 @@ func TestAppenderPreparesAtFirstAppend(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The pages of the mapping that the appends have passed are released: the
+// window's written chunks do not stay resident beside the populated next
+// window.
+func TestAppenderKeepsFewPagesResident(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "000001.log")
+	f, err := OS().Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap, err := AppendTo(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := ap.(*mappedAppender)
+	if !ok {
+		t.Skipf("no mapped appends on this file system (%T)", ap)
+	}
+	payload := make([]byte, 1000)
+	h := [7]byte{6: fullFragment}
+	for a.off < 3*mapWindow+900<<10 {
+		// The fragments of a log block: none crosses a 32 KiB boundary.
+		if rest := 32<<10 - a.off%(32<<10); rest < int64(len(h)+len(payload)) {
+			if _, err := a.Write(make([]byte, rest)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := a.WriteFragment(&h, payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := <-a.next // the prepared window, populated as it will be
+	a.next = make(chan window, 1)
+	a.next <- w
+	rss := mappedRSS(t, name)
+	t.Logf("resident: %d KiB of the log's mappings", rss>>10)
+	if limit := int64(mapWindow + 2*residentChunk); rss > limit {
+		t.Errorf("%d KiB of the log's mappings resident, want at most %d", rss>>10, limit>>10)
+	}
+	if err := a.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mappedRSS sums the resident bytes of the process's mappings of the file
+// name, from /proc/self/smaps.
+func mappedRSS(t *testing.T, name string) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no smaps: %v", err)
+	}
+	var total int64
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		if strings.Contains(fields[0], "-") && len(fields) >= 5 {
+			in = len(fields) >= 6 && fields[5] == name
+			continue
+		}
+		if in && fields[0] == "Rss:" && len(fields) >= 2 {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err != nil {
+				t.Fatalf("smaps: %q: %v", line, err)
+			}
+			total += kb << 10
+		}
+	}
+	return total
 }

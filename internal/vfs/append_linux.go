@@ -18,6 +18,13 @@ import (
 // memory small and moves it every few thousand appends.
 const mapWindow = 1 << 20
 
+// residentChunk is how much of the window appends pass before the pages
+// behind them are released from the process (madvise MADV_DONTNEED: they
+// stay in the page cache, dirty or not, as written): a window's written
+// pages would otherwise count in the process's resident memory until the
+// window moves on.
+const residentChunk = 256 << 10
+
 // reserveAfter is how far the file reaches past the mapped window.
 const reserveAfter = 4096
 
@@ -45,13 +52,17 @@ const fullFragment = 1
 // Moving the mapping costs the appends nothing they wait for: while they
 // fill one window, a goroutine unmaps the one before, reserves the next and
 // maps it with its pages populated (in the appends' path, that took a tenth
-// of the time of batched writes).
+// of the time of batched writes). Behind the appends, the window's pages
+// are released a chunk at a time (releaseBehind).
 type mappedAppender struct {
 	f      *os.File
 	fd     int
 	off    int64  // bytes appended
 	win    []byte // the mapping of the file at [winOff, winOff+mapWindow)
 	winOff int64
+	// released is how much of win, from its start, has been released
+	// from the process's resident memory (a multiple of residentChunk).
+	released int64
 	// next, if not nil, delivers the window after win, being prepared in
 	// the background; it is received once.
 	next chan window
@@ -127,6 +138,7 @@ func (a *mappedAppender) Write(p []byte) (int, error) {
 		c := copy(a.win[a.off-a.winOff:], p[n:])
 		n += c
 		a.off += int64(c)
+		a.releaseBehind()
 	}
 	return n, nil
 }
@@ -185,7 +197,28 @@ func (a *mappedAppender) WriteFragment(h *[7]byte, payload []byte) error {
 	copy(dst[len(h):], payload)
 	publish(dst[:4], binary.LittleEndian.Uint32(h[0:4]))
 	a.off += n
+	a.releaseBehind()
 	return nil
+}
+
+// releaseBehind releases the window's chunks that appends have passed
+// from the process's resident memory. Everything before a.off is written,
+// so no later store touches them: their pages stay in the page cache,
+// dirty ones included, exactly as if written with write(2). A failed
+// release costs only memory and is not an error.
+//
+// Measured on fillrandom (shalebench, four A/B pairs): the peak of the
+// process's file-backed resident memory fell by 1 MiB, and the times did
+// not move. Populating the next window a chunk at a time as well, rather
+// than whole, saved 1.4 MiB more but took fillrandom about 5% longer in
+// five pairs of seven.
+func (a *mappedAppender) releaseBehind() {
+	end := min(a.off-a.winOff, mapWindow) &^ (residentChunk - 1)
+	if end <= a.released {
+		return
+	}
+	_ = syscall.Madvise(a.win[a.released:end], syscall.MADV_DONTNEED)
+	a.released = end
 }
 
 // publish stores v at b[0:4] with one store instruction (the compiler
@@ -259,7 +292,7 @@ func (a *mappedAppender) move() error {
 		return w.err
 	}
 	old := a.win
-	a.win, a.winOff = w.b, w.off
+	a.win, a.winOff, a.released = w.b, w.off, 0
 	a.pwritten, a.written = a.written, 0
 	a.started = true
 	a.prepareNext(old)
