@@ -1,6 +1,10 @@
 package memtable
 
-import "github.com/shale-db/shale/internal/manual"
+import (
+	"unsafe"
+
+	"github.com/shale-db/shale/internal/manual"
+)
 
 // arenaChunkSize is the size of the chunks the arena carves entries from.
 // 64 KiB keeps the waste at the end of a chunk small against the default
@@ -19,6 +23,16 @@ type arena struct {
 	chunkSize int    // 0 disables chunking (each slice is its own allocation)
 	pool      *Chunks
 	taken     []*manual.Buf // the chunks taken from pool
+
+	// efree is the unused tail of the chunk that entry arrays (the
+	// index's leaves) are carved from, when the arena is outside the
+	// heap (see entries).
+	efree []byte
+	// big holds the values too large for a chunk, on the Go heap, when
+	// the index's leaves are outside it: the collector does not see the
+	// entries there that point at these values, so the arena keeps them
+	// alive for as long as it lives.
+	big [][]byte
 }
 
 // alloc returns a slice of length and capacity n with arbitrary contents.
@@ -27,7 +41,11 @@ type arena struct {
 // a chunk's neighbours.
 func (a *arena) alloc(n int) []byte {
 	if n > a.chunkSize/4 {
-		return make([]byte, n)
+		b := make([]byte, n)
+		if a.offHeap() {
+			a.big = append(a.big, b)
+		}
+		return b
 	}
 	if n > len(a.free) {
 		a.free = a.newChunk()
@@ -37,8 +55,12 @@ func (a *arena) alloc(n int) []byte {
 	return b
 }
 
+// offHeap reports whether the arena's chunks come from a pool outside the
+// Go heap.
+func (a *arena) offHeap() bool { return a.pool != nil && a.chunkSize == arenaChunkSize }
+
 func (a *arena) newChunk() []byte {
-	if a.pool == nil || a.chunkSize != arenaChunkSize {
+	if !a.offHeap() {
 		return make([]byte, a.chunkSize)
 	}
 	c := a.pool.p.Get()
@@ -52,7 +74,31 @@ func (a *arena) release() {
 	for _, c := range a.taken {
 		c.Put()
 	}
-	a.taken, a.free = nil, nil
+	a.taken, a.free, a.efree, a.big = nil, nil, nil, nil
+}
+
+// entryBytes is the size of an entry; arrays of entries carved from a
+// chunk start at multiples of it, which keeps them 8-byte aligned.
+const entryBytes = int(unsafe.Sizeof(entry{}))
+
+// entries returns an empty array of entries of capacity c: carved from
+// the arena's chunks if they are outside the Go heap, where the index's
+// leaves then live too (about a third of a memtable's memory, which on the
+// heap the collector let grow to twice its size before collecting), and
+// from the Go heap otherwise. Arrays the index gives up stay in their
+// chunk until the arena is released; the index keeps them for reuse
+// (index.spares).
+func (a *arena) entries(c int) []entry {
+	size := c * entryBytes
+	if !a.offHeap() || size > arenaChunkSize {
+		return make([]entry, 0, c)
+	}
+	if size > len(a.efree) {
+		a.efree = a.newChunk()
+	}
+	b := a.efree[:size:size]
+	a.efree = a.efree[size:]
+	return unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(b))), c)[:0]
 }
 
 // Chunks is a pool of arena chunks outside the Go heap, shared by the

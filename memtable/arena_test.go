@@ -3,6 +3,7 @@ package memtable
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/shale-db/shale/internal/ikey"
@@ -124,4 +125,69 @@ func TestChunksTrim(t *testing.T) {
 		t.Fatalf("after Trim, a memtable's %d chunks given back: %d kept, want all", held, f)
 	}
 	c.Close()
+}
+
+// A memtable from NewIn keeps its index's leaves in its chunks too: its
+// entries cost the Go heap almost nothing, and the chunks it holds stay
+// near what ApproximateSize charges.
+func TestLeavesOutsideHeap(t *testing.T) {
+	const n = 20_000
+	for _, sequential := range []bool{true, false} {
+		c := NewChunks(0)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		m := NewIn(c)
+		for i := range n {
+			j := i
+			if !sequential {
+				j = i * 7919 % n
+			}
+			k := []byte(fmt.Sprintf("%016d", j))
+			m.Add(uint64(i+1), ikey.KindSet, k, bytes.Repeat(k, 6))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+		held, _ := c.Stats()
+		t.Logf("sequential %v: %d bytes of Go heap an entry; %d chunks held for ApproximateSize %d", sequential, heap, held, m.ApproximateSize())
+		if heap > 8 {
+			t.Errorf("sequential %v: %d bytes of Go heap an entry, want the leaves outside it", sequential, heap)
+		}
+		perEntry := (int64(held)*arenaChunkSize - int64(n*(16+ikey.TrailerLen+96))) / n
+		t.Logf("sequential %v: chunks hold %d bytes an entry beyond its own (entryOverhead %d)", sequential, perEntry, entryOverhead)
+		if perEntry > entryOverhead*5/4 {
+			t.Errorf("sequential %v: chunks hold %d bytes an entry beyond its own, far above the %d that ApproximateSize charges", sequential, perEntry, entryOverhead)
+		}
+		m.Unref()
+		c.Close()
+	}
+}
+
+// Values too large for a chunk live on the Go heap, where nothing the
+// collector sees points at them once the leaves are outside it: the
+// memtable keeps them alive itself.
+func TestLargeValuesOutliveCollections(t *testing.T) {
+	c := NewChunks(0)
+	defer c.Close()
+	m := NewIn(c)
+	defer m.Unref()
+	const n, size = 64, arenaChunkSize / 2
+	for i := range n {
+		m.Add(uint64(i+1), ikey.KindSet, []byte(fmt.Sprintf("big%03d", i)), bytes.Repeat([]byte{byte(i)}, size))
+	}
+	var garbage [][]byte
+	for range 3 {
+		runtime.GC()
+		for range n {
+			garbage = append(garbage, bytes.Repeat([]byte{0xee}, size))
+		}
+	}
+	for i := range n {
+		v, found, _ := m.Get([]byte(fmt.Sprintf("big%03d", i)), ikey.MaxSeq)
+		if !found || !bytes.Equal(v, bytes.Repeat([]byte{byte(i)}, size)) {
+			t.Fatalf("value %d after collections: found %v, %d bytes, first %x", i, found, len(v), v[:min(len(v), 4)])
+		}
+	}
+	runtime.KeepAlive(garbage)
 }
