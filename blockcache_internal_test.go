@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/shale-db/shale/memtable"
 )
 
 // The block cache's memory lives outside the Go heap and is handed back by
@@ -165,6 +167,41 @@ func TestOpenKeepsNoReplayedChunks(t *testing.T) {
 		t.Fatalf("after replaying 2 MB into a table: %d chunks held, %d free; want none", held, free)
 	}
 	if v, err := db.Get([]byte("k001999")); err != nil || !bytes.Equal(v, val) {
+		t.Fatalf("Get after reopen: %.10q, %v", v, err)
+	}
+}
+
+// The records Open carries forward into its new WAL are copied into chunks
+// of the memtables' pool while replay reads them; Open gives those chunks
+// back, so that only the memtable's own stay.
+func TestOpenGivesBackCarriedChunks(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := bytes.Repeat([]byte{'v'}, 1000)
+	for i := 0; i < 300; i++ { // 300 KB: under the carry limit
+		if err := db.Put([]byte(fmt.Sprintf("k%06d", i)), val, NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if n := db.Metrics().Levels[0].Tables; n != 0 {
+		t.Fatalf("Open wrote %d level-0 tables; want the records carried forward", n)
+	}
+	held, free := db.memChunks.Stats()
+	mem := db.mu.mem.ApproximateSize()
+	if free != 0 || int64(held)*memtable.ChunkSize > mem+2*memtable.ChunkSize {
+		t.Fatalf("after carrying 300 KB forward: %d chunks held, %d free, for a memtable of %d bytes", held, free, mem)
+	}
+	if v, err := db.Get([]byte("k000299")); err != nil || !bytes.Equal(v, val) {
 		t.Fatalf("Get after reopen: %.10q, %v", v, err)
 	}
 }

@@ -180,6 +180,7 @@ func (db *DB) checkNoTables() error {
 // table, unless they are few (see carryLimit): then they are carried
 // forward into the new WAL and stay in the memtable.
 func (db *DB) finishRecovery(rec *replayResult) error {
+	defer rec.carry.release()
 	edit := rec.edit
 	carry := !rec.mem.Empty() && !rec.carryOff
 	if !rec.mem.Empty() && !carry {
@@ -200,7 +201,7 @@ func (db *DB) finishRecovery(rec *replayResult) error {
 	}
 	db.mu.log = log
 	if carry {
-		if err := db.carryForward(log, rec.carry); err != nil {
+		if err := db.carryForward(log, rec.carry.recs); err != nil {
 			return err
 		}
 	}

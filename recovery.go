@@ -56,7 +56,7 @@ type replayResult struct {
 	tableSeq uint64
 	// carry holds copies of the records in mem, in log order, while they
 	// total at most carryLimit bytes; carryOff is set once they did not.
-	carry      [][]byte
+	carry      carried
 	carryBytes int64
 	carryOff   bool
 	// flushing, if not nil, is the table being written from a memtable
@@ -116,10 +116,11 @@ func (db *DB) noteCarry(res *replayResult, rec []byte) {
 	}
 	res.carryBytes += int64(len(rec))
 	if res.carryBytes > db.carryLimit() {
-		res.carry, res.carryOff = nil, true
+		res.carry.release()
+		res.carryOff = true
 		return
 	}
-	res.carry = append(res.carry, slices.Clone(rec))
+	res.carry.add(rec)
 }
 
 // replayLogs replays, in order, every WAL that the MANIFEST has not seen.
@@ -134,12 +135,14 @@ func (db *DB) replayLogs() (_ *replayResult, err error) {
 	res := &replayResult{
 		report:   RecoveryReport{Mode: db.opts.Recovery},
 		mem:      memtable.NewIn(db.memChunks),
+		carry:    carried{chunks: db.memChunks},
 		edit:     &manifest.VersionEdit{},
 		lastSeq:  db.vs.LastSequence(),
 		tableSeq: db.vs.LastSequence(),
 	}
 	defer func() {
 		if err != nil {
+			res.carry.release()
 			res.mem.Unref()
 		}
 	}()
@@ -295,7 +298,8 @@ func (db *DB) replayRecord(res *replayResult, lr *LogRecovery, rec []byte, off i
 		db.startReplayFlush(res, res.mem)
 		res.mem = memtable.NewIn(db.memChunks)
 		res.tableSeq = res.lastSeq
-		res.carry, res.carryBytes, res.carryOff = nil, 0, false
+		res.carry.release()
+		res.carryBytes, res.carryOff = 0, false
 	}
 	return false, nil
 }

@@ -116,6 +116,13 @@ func NewChunks(keepBytes int64) *Chunks {
 	return &Chunks{p: manual.Pool{Size: arenaChunkSize, Keep: int(keepBytes / arenaChunkSize)}}
 }
 
+// ChunkSize is the size of the chunks a Chunks hands out.
+const ChunkSize = arenaChunkSize
+
+// Get takes a chunk from the pool for other use than a memtable's (Open
+// keeps the records it carries forward in chunks); Put gives it back.
+func (c *Chunks) Get() *manual.Buf { return c.p.Get() }
+
 // Trim unmaps the free chunks kept so far, such as those of the memtables
 // that Open's replay wrote to tables: the next memtable may never come.
 func (c *Chunks) Trim() { c.p.Trim() }
