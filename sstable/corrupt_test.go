@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/shale-db/shale/internal/cache"
 	"github.com/shale-db/shale/internal/ikey"
 )
 
@@ -281,9 +282,10 @@ func (f *failReaderAt) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // TestFilterReadErrorFailsOpen: a filter that cannot be read because of an
-// I/O error is not damage: Open fails with the error, so that it reaches
-// the caller and a later Open tries again, rather than a Reader that
-// silently lacks its filter for as long as it is cached.
+// I/O error is not damage: Open (of a Reader without a cache, which reads
+// its filter at Open) fails with the error, so that it reaches the caller
+// and a later Open tries again, rather than a Reader that silently lacks
+// its filter for as long as it is cached.
 func TestFilterReadErrorFailsOpen(t *testing.T) {
 	model := randomEntries(rand.New(rand.NewSource(8)), 60, 60)
 	b := writeTable(t, model, WriterOptions{BlockSize: 256})
@@ -304,5 +306,66 @@ func TestFilterReadErrorFailsOpen(t *testing.T) {
 	r, err := Open(&failReaderAt{b: b, off: filterOff, err: syscall.EIO}, int64(len(b)), ReaderOptions{FileName: "000042.ldb"})
 	if !errors.Is(err, syscall.EIO) || errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Open with the filter unreadable = %v, %v; want an error matching EIO, not ErrCorrupt", r, err)
+	}
+}
+
+// A Reader with a cache reads its filter at the first Get, not at Open:
+// compactions and scans never use it. A filter that an I/O error keeps
+// unread is read again at the next Get; meanwhile Gets answer without it.
+func TestFilterReadAtFirstGet(t *testing.T) {
+	model := randomEntries(rand.New(rand.NewSource(8)), 60, 60)
+	b := writeTable(t, model, WriterOptions{BlockSize: 256})
+	l, err := openTable(t, b, ReaderOptions{}).Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	filterOff := int64(-1)
+	for off := range b {
+		if inFilter(l, int64(off)) {
+			filterOff = int64(off)
+			break
+		}
+	}
+	if filterOff < 0 {
+		t.Fatal("the table has no filter block")
+	}
+	f := &failReaderAt{b: b, off: -1, err: syscall.EIO}
+	r, err := Open(f, int64(len(b)), ReaderOptions{FileName: "000042.ldb", FileNum: 42, Cache: cache.New(1 << 20)})
+	if err != nil {
+		t.Fatalf("Open read the filter: %v", err)
+	}
+	defer r.Close()
+	it := r.NewScanIter()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	if err := it.Close(); err != nil || n != len(model) {
+		t.Fatalf("scan: %d entries of %d, %v", n, len(model), err)
+	}
+	if r.filterLoaded.Load() {
+		t.Fatal("the filter was read by Open or a scan")
+	}
+	get := func(e kv) {
+		t.Helper()
+		v, _, found, err := r.Get(ikey.UserKey(e.key), ikey.Seq(e.key), nil)
+		if err != nil || !found || !bytes.Equal(v, e.val) {
+			t.Fatalf("Get(%s) = %q, %v, %v", ikey.String(e.key), v, found, err)
+		}
+	}
+	f.off = filterOff // the filter unreadable: Get reads the blocks
+	for _, e := range model {
+		get(e)
+	}
+	if r.filterLoaded.Load() {
+		t.Fatal("a filter that failed to read counts as read")
+	}
+	f.off = -1 // the disk recovers
+	get(model[0])
+	if !r.filterLoaded.Load() || r.filter == nil {
+		t.Fatal("the first Get after the I/O error did not read the filter")
+	}
+	if v, _, found, err := r.Get([]byte("\xff\xff absent"), ikey.MaxSeq, nil); found || err != nil {
+		t.Fatalf("Get of an absent key = %q, %v, %v", v, found, err)
 	}
 }

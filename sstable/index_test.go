@@ -14,7 +14,8 @@ import (
 func TestIndexTableGet(t *testing.T) {
 	rng := rand.New(rand.NewSource(9))
 	entries := randomEntries(rng, 5000, 300)
-	r := openTable(t, writeTable(t, entries, WriterOptions{}), ReaderOptions{})
+	table := writeTable(t, entries, WriterOptions{})
+	r := openTable(t, table, ReaderOptions{})
 	if r.indexTab == nil {
 		t.Fatal("no index table for a table shale wrote")
 	}
@@ -37,7 +38,7 @@ func TestIndexTableGet(t *testing.T) {
 	if n != len(r.indexTab) {
 		t.Fatalf("index table of %d entries for %d in the block", len(r.indexTab), n)
 	}
-	plain := *r
+	plain := openTable(t, table, ReaderOptions{})
 	plain.indexTab = nil
 	for _, p := range probeKeys(entries) {
 		u, seq := ikey.UserKey(p), ikey.Seq(p)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cockroachdb/errors"
@@ -47,7 +48,15 @@ type Reader struct {
 	// indexTab lists index's entries for Get, or is nil (see
 	// buildIndexTable).
 	indexTab []indexEntry
-	filter   *filterReader // nil: no usable filter
+	// filter is the table's bloom filter (nil: none usable), once
+	// filterLoaded is set. A Reader with a cache reads it at the first
+	// Get that needs it (loadedFilter); one without reads it at Open.
+	filter       *filterReader
+	filterLoaded atomic.Bool
+	filterMu     sync.Mutex // guards loading the filter, kept after Open, closed
+	filterHandle BlockHandle
+	filterNamed  bool // the metaindex names a filter at filterHandle
+	closed       bool
 	// filterErr is why a filter the metaindex names was dropped, if it was.
 	filterErr error
 	// kept holds the memory of index, indexTab and the filter when it
@@ -163,17 +172,57 @@ func (t *Reader) readMetaIndex() error {
 			t.filterErr = t.corrupt(int64(h.Offset), "metaindex: bad filter block handle")
 			continue
 		}
-		fb, err := t.keepBlock(bh)
-		if err != nil && !errors.Is(err, ErrCorrupt) {
+		t.filterHandle, t.filterNamed = bh, true
+		if t.opts.Cache != nil {
+			continue // read at the first Get that needs it
+		}
+		if err := t.loadFilter(); err != nil {
 			return err
 		}
-		if err != nil {
-			t.filterErr = err
-			continue
-		}
-		t.filter, _ = newFilterReader(fb)
+	}
+	if !t.filterNamed {
+		t.filterLoaded.Store(true) // no filter to load
 	}
 	return it.err
+}
+
+// loadFilter reads the filter block at filterHandle. Damage drops the
+// filter, as LevelDB drops it: the table still answers every read, only
+// without the shortcut. An I/O error is not damage: it is returned, and
+// the filter is read again next time. Called by Open, or with filterMu
+// held.
+func (t *Reader) loadFilter() error {
+	fb, err := t.keepBlock(t.filterHandle)
+	switch {
+	case err == nil:
+		t.filter, _ = newFilterReader(fb)
+	case errors.Is(err, ErrCorrupt):
+		t.filterErr = err
+	default:
+		return err
+	}
+	t.filterLoaded.Store(true)
+	return nil
+}
+
+// loadedFilter returns the table's filter, reading it first if a Reader
+// with a cache has not yet: a table's filter (about 48 KB of a 2 MiB
+// table) takes memory only once point reads use it, not while
+// compactions and scans read the table. If the read fails with an I/O
+// error, the caller goes without the filter this time.
+func (t *Reader) loadedFilter() *filterReader {
+	if t.filterLoaded.Load() {
+		return t.filter
+	}
+	t.filterMu.Lock()
+	defer t.filterMu.Unlock()
+	if !t.filterLoaded.Load() && !t.closed {
+		_ = t.loadFilter()
+	}
+	if !t.filterLoaded.Load() {
+		return nil
+	}
+	return t.filter
 }
 
 // corrupt returns an ErrCorrupt error at offset off of this table.
@@ -441,7 +490,7 @@ func (t *Reader) Get(ukey []byte, seq uint64, dst []byte) (value []byte, kind ik
 	if !ok {
 		return nil, 0, false, err
 	}
-	if t.filter != nil && !t.filter.mayContain(h.Offset, bloomHash(ukey)) {
+	if f := t.loadedFilter(); f != nil && !f.mayContain(h.Offset, bloomHash(ukey)) {
 		return nil, 0, false, nil
 	}
 	for {
@@ -543,12 +592,19 @@ func (t *Reader) NewScanIter() iterator.Iterator {
 	return it
 }
 
-// HasFilter reports whether Get consults a bloom filter.
-func (t *Reader) HasFilter() bool { return t.filter != nil }
+// HasFilter reports whether Get consults a bloom filter. It reads the
+// filter if it was not yet.
+func (t *Reader) HasFilter() bool { return t.loadedFilter() != nil }
 
 // FilterErr returns why the filter block the table names was dropped (it
-// was damaged), or nil. Such a table reads correctly, only slower.
-func (t *Reader) FilterErr() error { return t.filterErr }
+// was damaged), or nil. Such a table reads correctly, only slower. It
+// reads the filter if it was not yet.
+func (t *Reader) FilterErr() error {
+	t.loadedFilter()
+	t.filterMu.Lock()
+	defer t.filterMu.Unlock()
+	return t.filterErr
+}
 
 // Close releases the Reader's index and filter blocks, which come from
 // the block cache's memory when ReaderOptions.Cache is set: the Reader and
@@ -556,6 +612,9 @@ func (t *Reader) FilterErr() error { return t.filterErr }
 // io.ReaderAt, which the caller closes once the Reader's iterators are
 // closed. A second Close does nothing.
 func (t *Reader) Close() error {
+	t.filterMu.Lock()
+	defer t.filterMu.Unlock()
+	t.closed = true
 	for _, v := range t.kept {
 		v.Release()
 	}
