@@ -310,8 +310,9 @@ func TestFilterReadErrorFailsOpen(t *testing.T) {
 }
 
 // A Reader with a cache reads its filter at the first Get, not at Open:
-// compactions and scans never use it. A filter that an I/O error keeps
-// unread is read again at the next Get; meanwhile Gets answer without it.
+// compactions and scans never use it. An I/O error reading it fails the
+// Get (as it failed Open when Open read the filter), and the next Get
+// reads it again.
 func TestFilterReadAtFirstGet(t *testing.T) {
 	model := randomEntries(rand.New(rand.NewSource(8)), 60, 60)
 	b := writeTable(t, model, WriterOptions{BlockSize: 256})
@@ -353,9 +354,12 @@ func TestFilterReadAtFirstGet(t *testing.T) {
 			t.Fatalf("Get(%s) = %q, %v, %v", ikey.String(e.key), v, found, err)
 		}
 	}
-	f.off = filterOff // the filter unreadable: Get reads the blocks
+	f.off = filterOff // the filter unreadable
 	for _, e := range model {
-		get(e)
+		u := ikey.UserKey(e.key)
+		if _, _, _, err := r.Get(u, ikey.Seq(e.key), nil); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("Get(%s) with the filter unreadable = %v, want the I/O error", ikey.String(e.key), err)
+		}
 	}
 	if r.filterLoaded.Load() {
 		t.Fatal("a filter that failed to read counts as read")

@@ -73,7 +73,7 @@ func (t *Reader) Layout() (*Layout, error) {
 	if idx.err != nil {
 		return l, idx.err
 	}
-	if t.loadedFilter() != nil {
+	if t.HasFilter() {
 		l.FilterName = FilterMetaKey
 	}
 	// Every block the metaindex names, used or not (a filter under the old

@@ -208,21 +208,21 @@ func (t *Reader) loadFilter() error {
 // loadedFilter returns the table's filter, reading it first if a Reader
 // with a cache has not yet: a table's filter (about 48 KB of a 2 MiB
 // table) takes memory only once point reads use it, not while
-// compactions and scans read the table. If the read fails with an I/O
-// error, the caller goes without the filter this time.
-func (t *Reader) loadedFilter() *filterReader {
+// compactions and scans read the table. An I/O error reading it is
+// returned (the next call reads again), as Open returns it when it reads
+// the filter.
+func (t *Reader) loadedFilter() (*filterReader, error) {
 	if t.filterLoaded.Load() {
-		return t.filter
+		return t.filter, nil
 	}
 	t.filterMu.Lock()
 	defer t.filterMu.Unlock()
 	if !t.filterLoaded.Load() && !t.closed {
-		_ = t.loadFilter()
+		if err := t.loadFilter(); err != nil {
+			return nil, err
+		}
 	}
-	if !t.filterLoaded.Load() {
-		return nil
-	}
-	return t.filter
+	return t.filter, nil
 }
 
 // corrupt returns an ErrCorrupt error at offset off of this table.
@@ -490,7 +490,11 @@ func (t *Reader) Get(ukey []byte, seq uint64, dst []byte) (value []byte, kind ik
 	if !ok {
 		return nil, 0, false, err
 	}
-	if f := t.loadedFilter(); f != nil && !f.mayContain(h.Offset, bloomHash(ukey)) {
+	f, err := t.loadedFilter()
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if f != nil && !f.mayContain(h.Offset, bloomHash(ukey)) {
 		return nil, 0, false, nil
 	}
 	for {
@@ -593,14 +597,20 @@ func (t *Reader) NewScanIter() iterator.Iterator {
 }
 
 // HasFilter reports whether Get consults a bloom filter. It reads the
-// filter if it was not yet.
-func (t *Reader) HasFilter() bool { return t.loadedFilter() != nil }
+// filter if it was not yet (false if that fails).
+func (t *Reader) HasFilter() bool {
+	f, _ := t.loadedFilter()
+	return f != nil
+}
 
 // FilterErr returns why the filter block the table names was dropped (it
 // was damaged), or nil. Such a table reads correctly, only slower. It
-// reads the filter if it was not yet.
+// reads the filter if it was not yet, and returns the I/O error if that
+// fails.
 func (t *Reader) FilterErr() error {
-	t.loadedFilter()
+	if _, err := t.loadedFilter(); err != nil {
+		return err
+	}
 	t.filterMu.Lock()
 	defer t.filterMu.Unlock()
 	return t.filterErr
