@@ -281,28 +281,32 @@ func (f *failReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	return bytes.NewReader(f.b).ReadAt(p, off)
 }
 
-// TestFilterReadErrorFailsOpen: a filter that cannot be read because of an
-// I/O error is not damage: Open (of a Reader without a cache, which reads
-// its filter at Open) fails with the error, so that it reaches the caller
-// and a later Open tries again, rather than a Reader that silently lacks
-// its filter for as long as it is cached.
-func TestFilterReadErrorFailsOpen(t *testing.T) {
+// tableWithFilter writes a small table and returns its entries, its bytes
+// and the offset of its filter block's first byte.
+func tableWithFilter(t *testing.T) ([]kv, []byte, int64) {
+	t.Helper()
 	model := randomEntries(rand.New(rand.NewSource(8)), 60, 60)
 	b := writeTable(t, model, WriterOptions{BlockSize: 256})
 	l, err := openTable(t, b, ReaderOptions{}).Layout()
 	if err != nil {
 		t.Fatal(err)
 	}
-	filterOff := int64(-1)
 	for off := range b {
 		if inFilter(l, int64(off)) {
-			filterOff = int64(off)
-			break
+			return model, b, int64(off)
 		}
 	}
-	if filterOff < 0 {
-		t.Fatal("the table has no filter block")
-	}
+	t.Fatal("the table has no filter block")
+	return nil, nil, 0
+}
+
+// TestFilterReadErrorFailsOpen: a filter that cannot be read because of an
+// I/O error is not damage: Open (of a Reader without a cache, which reads
+// its filter at Open) fails with the error, so that it reaches the caller
+// and a later Open tries again, rather than a Reader that silently lacks
+// its filter for as long as it is cached.
+func TestFilterReadErrorFailsOpen(t *testing.T) {
+	_, b, filterOff := tableWithFilter(t)
 	r, err := Open(&failReaderAt{b: b, off: filterOff, err: syscall.EIO}, int64(len(b)), ReaderOptions{FileName: "000042.ldb"})
 	if !errors.Is(err, syscall.EIO) || errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Open with the filter unreadable = %v, %v; want an error matching EIO, not ErrCorrupt", r, err)
@@ -314,22 +318,7 @@ func TestFilterReadErrorFailsOpen(t *testing.T) {
 // Get (as it failed Open when Open read the filter), and the next Get
 // reads it again.
 func TestFilterReadAtFirstGet(t *testing.T) {
-	model := randomEntries(rand.New(rand.NewSource(8)), 60, 60)
-	b := writeTable(t, model, WriterOptions{BlockSize: 256})
-	l, err := openTable(t, b, ReaderOptions{}).Layout()
-	if err != nil {
-		t.Fatal(err)
-	}
-	filterOff := int64(-1)
-	for off := range b {
-		if inFilter(l, int64(off)) {
-			filterOff = int64(off)
-			break
-		}
-	}
-	if filterOff < 0 {
-		t.Fatal("the table has no filter block")
-	}
+	model, b, filterOff := tableWithFilter(t)
 	f := &failReaderAt{b: b, off: -1, err: syscall.EIO}
 	r, err := Open(f, int64(len(b)), ReaderOptions{FileName: "000042.ldb", FileNum: 42, Cache: cache.New(1 << 20)})
 	if err != nil {

@@ -55,7 +55,6 @@ type Reader struct {
 	filterLoaded atomic.Bool
 	filterMu     sync.Mutex // guards loading the filter, kept after Open, closed
 	filterHandle BlockHandle
-	filterNamed  bool // the metaindex names a filter at filterHandle
 	closed       bool
 	// filterErr is why a filter the metaindex names was dropped, if it was.
 	filterErr error
@@ -158,6 +157,7 @@ func (t *Reader) readMetaIndex() error {
 	if err := it.init(meta, false, t.opts.FileName, int64(h.Offset)); err != nil {
 		return err
 	}
+	lazy := false // a filter is left for the first Get to read
 	for ok := it.First(); ok; ok = it.Next() {
 		bh, n := decodeHandle(it.val)
 		t.metaKeys = append(t.metaKeys, metaEntry{name: string(it.key), handle: bh, ok: n > 0})
@@ -172,16 +172,16 @@ func (t *Reader) readMetaIndex() error {
 			t.filterErr = t.corrupt(int64(h.Offset), "metaindex: bad filter block handle")
 			continue
 		}
-		t.filterHandle, t.filterNamed = bh, true
-		if t.opts.Cache != nil {
-			continue // read at the first Get that needs it
+		t.filterHandle = bh
+		if lazy = t.opts.Cache != nil; lazy {
+			continue
 		}
 		if err := t.loadFilter(); err != nil {
 			return err
 		}
 	}
-	if !t.filterNamed {
-		t.filterLoaded.Store(true) // no filter to load
+	if !lazy {
+		t.filterLoaded.Store(true) // read already, or none to read
 	}
 	return it.err
 }

@@ -8,11 +8,11 @@ import (
 	"testing"
 )
 
-// A WAL that nothing is appended to (a reader's Open creates one) keeps no
-// populated window: the window after the first is prepared at the first
-// copy into the mapping, not at creation.
-func TestAppenderPreparesAtFirstAppend(t *testing.T) {
-	f, err := OS().Create(filepath.Join(t.TempDir(), "000001.log"))
+// newMappedAppender creates file name and a mapped appender to it, or skips
+// the test where the file system has none.
+func newMappedAppender(t *testing.T, name string) (*mappedAppender, File) {
+	t.Helper()
+	f, err := OS().Create(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,8 +22,17 @@ func TestAppenderPreparesAtFirstAppend(t *testing.T) {
 	}
 	a, ok := ap.(*mappedAppender)
 	if !ok {
+		f.Close()
 		t.Skipf("no mapped appends on this file system (%T)", ap)
 	}
+	return a, f
+}
+
+// A WAL that nothing is appended to (a reader's Open creates one) keeps no
+// populated window: the window after the first is prepared at the first
+// copy into the mapping, not at creation.
+func TestAppenderPreparesAtFirstAppend(t *testing.T) {
+	a, f := newMappedAppender(t, filepath.Join(t.TempDir(), "000001.log"))
 	if a.next != nil || a.started {
 		t.Fatal("the next window is prepared before any append")
 	}
@@ -47,18 +56,7 @@ func TestAppenderPreparesAtFirstAppend(t *testing.T) {
 // window.
 func TestAppenderKeepsFewPagesResident(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "000001.log")
-	f, err := OS().Create(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ap, err := AppendTo(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, ok := ap.(*mappedAppender)
-	if !ok {
-		t.Skipf("no mapped appends on this file system (%T)", ap)
-	}
+	a, f := newMappedAppender(t, name)
 	payload := make([]byte, 1000)
 	h := [7]byte{6: fullFragment}
 	for a.off < 3*mapWindow+900<<10 {
