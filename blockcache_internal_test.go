@@ -205,3 +205,70 @@ func TestOpenGivesBackCarriedChunks(t *testing.T) {
 		t.Fatalf("Get after reopen: %.10q, %v", v, err)
 	}
 }
+
+// A scan over level-0 tables that overlap reads them side by side, and
+// their iterators count the blocks they read in order together: once the
+// scan has read as many as a long scan of one table, none of them adds
+// blocks to the cache, rather than each caching its own first 64. A seek
+// starts the count over, so that a short scan after a long one caches what
+// it reads.
+func TestLongScanAcrossLevelZero(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{CacheSize: 8 << 20}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(2, 2))
+	val := make([]byte, 400) // incompressible
+	const tables, perTable = 3, 1500
+	for range tables { // 600 KB each, over the whole key range
+		for range perTable {
+			for j := range val {
+				val[j] = byte(r.Uint32())
+			}
+			if err := db.Put([]byte(fmt.Sprintf("k%06d", r.IntN(1000000))), val, NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(dir, opts); err != nil { // an empty cache
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if n := db.Metrics().Levels[0].Tables; n != tables {
+		t.Fatalf("%d level-0 tables; the test wants %d", n, tables)
+	}
+	it := db.NewIterator(nil)
+	defer it.Close()
+	count := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		count++
+	}
+	if err := it.Err(); err != nil || count < tables*perTable*9/10 {
+		t.Fatalf("scanned %d keys, err %v", count, err)
+	}
+	// One table's long scan caches about 64 blocks of 4 KiB; each table
+	// alone would have cached as many.
+	long := db.Metrics().BlockCache.Bytes
+	if limit := int64(80 * 5 << 10); long > limit {
+		t.Fatalf("a scan across %d level-0 tables left %d bytes in the cache, more than one table's %d", tables, long, limit)
+	}
+	// A seek, then 20 blocks' worth of keys from each table: a short scan.
+	ok := it.SeekGE([]byte("k500000"))
+	for i := 0; ok && i < 20*tables*10; i++ {
+		ok = it.Next()
+	}
+	if !ok {
+		t.Fatalf("short scan ended early: %v", it.Err())
+	}
+	if short := db.Metrics().BlockCache.Bytes - long; short < 40*4<<10 {
+		t.Fatalf("a short scan after a seek cached %d bytes; want its blocks cached", short)
+	}
+}

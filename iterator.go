@@ -5,6 +5,7 @@ import (
 	"iter"
 
 	"github.com/shale-db/shale/internal/dbiter"
+	"github.com/shale-db/shale/sstable"
 )
 
 // IterOptions bound an iterator to a key range. A nil *IterOptions, and a
@@ -48,8 +49,9 @@ func prefixSuccessor(prefix []byte) []byte {
 // files and memory.
 type Iterator struct {
 	it     *dbiter.Iter
-	done   func() // releases what the iterator pins; nil once called
-	err    error  // set when the iterator could not be created
+	scan   *sstable.ScanGroup // its table iterators' count of blocks read in order
+	done   func()             // releases what the iterator pins; nil once called
+	err    error              // set when the iterator could not be created
 	closed bool
 }
 
@@ -60,16 +62,16 @@ func (db *DB) NewIterator(o *IterOptions) *Iterator {
 }
 
 // First moves to the first key within the bounds.
-func (it *Iterator) First() bool { return it.ok() && it.it.First() }
+func (it *Iterator) First() bool { return it.ok() && it.start() && it.it.First() }
 
 // Last moves to the last key within the bounds.
-func (it *Iterator) Last() bool { return it.ok() && it.it.Last() }
+func (it *Iterator) Last() bool { return it.ok() && it.start() && it.it.Last() }
 
 // SeekGE moves to the first key >= key (and within the bounds).
-func (it *Iterator) SeekGE(key []byte) bool { return it.ok() && it.it.SeekGE(key) }
+func (it *Iterator) SeekGE(key []byte) bool { return it.ok() && it.start() && it.it.SeekGE(key) }
 
 // SeekLT moves to the last key < key (and within the bounds).
-func (it *Iterator) SeekLT(key []byte) bool { return it.ok() && it.it.SeekLT(key) }
+func (it *Iterator) SeekLT(key []byte) bool { return it.ok() && it.start() && it.it.SeekLT(key) }
 
 // Next moves to the following key.
 func (it *Iterator) Next() bool { return it.ok() && it.it.Next() }
@@ -126,6 +128,13 @@ func (it *Iterator) Close() error {
 }
 
 func (it *Iterator) ok() bool { return !it.closed && it.err == nil }
+
+// start begins a new scan for the table iterators' count of blocks read in
+// order (see sstable.ScanGroup); it returns true.
+func (it *Iterator) start() bool {
+	it.scan.Reset()
+	return true
+}
 
 // Entry is one key and its value, as All and Backward yield them. The
 // slices are valid only until the loop body returns; copy them to keep

@@ -14,6 +14,7 @@ import (
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/merging"
 	"github.com/shale-db/shale/memtable"
+	"github.com/shale-db/shale/sstable"
 )
 
 // readState is what a read needs: the memtables, a referenced version, and
@@ -164,21 +165,29 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 	if o != nil {
 		lower, upper = bytes.Clone(o.LowerBound), bytes.Clone(o.UpperBound)
 	}
+	// The table iterators count the blocks they read in order as one
+	// scan: a long scan over several tables at once stops filling the
+	// block cache as soon as a scan of one table would.
+	group := new(sstable.ScanGroup)
+	open := func(f *manifest.FileMeta) (iterator.Iterator, error) {
+		return db.openTableIn(f, group)
+	}
 	iters := make([]iterator.Iterator, 0, rs.n+8)
 	for _, m := range rs.memtables() {
 		iters = append(iters, m.NewIter())
 	}
 	for _, run := range sortedRuns(rs.v.Overlaps(0, lower, upper)) {
-		iters = append(iters, runIter(run, db.openTable))
+		iters = append(iters, runIter(run, open))
 	}
 	for level := 1; level < manifest.NumLevels; level++ {
 		files := rs.v.Overlaps(level, lower, upper)
 		if len(files) > 0 {
-			iters = append(iters, leveliter.New(files, fileBounds, db.openTable))
+			iters = append(iters, leveliter.New(files, fileBounds, open))
 		}
 	}
 	return &Iterator{
 		it:   dbiter.New(merging.New(iters...), seq, lower, upper),
+		scan: group,
 		done: func() { db.release(rs) },
 	}
 }
@@ -214,7 +223,12 @@ func fileBounds(f *manifest.FileMeta) (smallest, largest []byte) { return f.Smal
 
 // openTable opens an iterator over one table.
 func (db *DB) openTable(f *manifest.FileMeta) (iterator.Iterator, error) {
-	it, err := db.tables.NewIter(f.Num, f.Size)
+	return db.openTableIn(f, nil)
+}
+
+// openTableIn opens an iterator over one table for a scan of group g.
+func (db *DB) openTableIn(f *manifest.FileMeta, g *sstable.ScanGroup) (iterator.Iterator, error) {
+	it, err := db.tables.NewIterIn(f.Num, f.Size, g)
 	if err != nil {
 		return nil, tableOpenError(f, err)
 	}

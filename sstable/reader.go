@@ -581,7 +581,14 @@ func (p *indexPos) handle(t *Reader) (BlockHandle, bool, error) {
 // concurrent use, but any number may be used concurrently. The Reader must
 // stay open while it is in use.
 func (t *Reader) NewIter() iterator.Iterator {
+	return t.NewIterIn(nil)
+}
+
+// NewIterIn is NewIter for an iterator that counts the blocks it reads in
+// order with the other iterators of g (see ScanGroup); a nil g is none.
+func (t *Reader) NewIterIn(g *ScanGroup) iterator.Iterator {
 	it := &tableIter{t: t}
+	it.ra.group = g
 	t.indexIter(&it.index)
 	return it
 }

@@ -195,11 +195,17 @@ func (c *Cache) open(fileNum uint64, size int64) (*sstable.Reader, *tableFile, e
 // NewIter returns an iterator over table fileNum (see Get); its Close
 // releases the table.
 func (c *Cache) NewIter(fileNum uint64, size int64) (iterator.Iterator, error) {
+	return c.NewIterIn(fileNum, size, nil)
+}
+
+// NewIterIn is NewIter for an iterator of scan group g (see
+// sstable.ScanGroup); a nil g is none.
+func (c *Cache) NewIterIn(fileNum uint64, size int64, g *sstable.ScanGroup) (iterator.Iterator, error) {
 	r, release, err := c.Get(fileNum, size)
 	if err != nil {
 		return nil, err
 	}
-	return &releasingIter{Iterator: r.NewIter(), release: release}, nil
+	return &releasingIter{Iterator: r.NewIterIn(g), release: release}, nil
 }
 
 // NewScanIter is NewIter for a compaction's one pass over the table: the
