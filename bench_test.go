@@ -154,3 +154,31 @@ func BenchmarkSeekAndScan10(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNewIterSeek10 is db_bench's seekrandom: each operation makes a
+// new iterator, seeks it to a random key, reads 10 entries and closes it,
+// so that what making and closing an iterator costs counts.
+func BenchmarkNewIterSeek10(b *testing.B) {
+	const n = 200_000
+	db := fillDB(b, n)
+	if err := db.Compact(nil, nil); err != nil {
+		b.Fatal(err)
+	}
+	k := make([]byte, 16)
+	r := rand.New(rand.NewPCG(3, 3))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		it := db.NewIterator(nil)
+		ok := it.SeekGE(benchKey(k, uint64(r.IntN(n-10))))
+		for j := 0; ok && j < 9; j++ {
+			ok = it.Next()
+		}
+		if !ok {
+			b.Fatal(it.Err())
+		}
+		if err := it.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -50,7 +50,7 @@ func prefixSuccessor(prefix []byte) []byte {
 type Iterator struct {
 	it     *dbiter.Iter
 	scan   *sstable.ScanGroup // its table iterators' count of blocks read in order
-	done   func()             // releases what the iterator pins; nil once called
+	alloc  *iterAlloc         // the stack's memory, released at Close; nil after
 	err    error              // set when the iterator could not be created
 	closed bool
 }
@@ -117,9 +117,9 @@ func (it *Iterator) Close() error {
 	}
 	it.closed = true
 	err := markCorruption(it.it.Close())
-	if it.done != nil {
-		it.done()
-		it.done = nil
+	if a := it.alloc; a != nil {
+		it.it, it.scan, it.alloc = nil, nil, nil
+		a.free()
 	}
 	if it.err == nil {
 		it.err = err

@@ -587,10 +587,51 @@ func (t *Reader) NewIter() iterator.Iterator {
 // NewIterIn is NewIter for an iterator that counts the blocks it reads in
 // order with the other iterators of g (see ScanGroup); a nil g is none.
 func (t *Reader) NewIterIn(g *ScanGroup) iterator.Iterator {
-	it := &tableIter{t: t}
+	it := t.newTableIter()
 	it.ra.group = g
+	return it
+}
+
+// tableIterPool holds table iterators given back with Recycle: a short
+// scan (a seek and a few steps, as db_bench's seekrandom makes) otherwise
+// allocated one and the key buffers of its two block iterators each time.
+var tableIterPool = sync.Pool{New: func() any { return new(tableIter) }}
+
+// maxKeptKey is the largest key buffer a recycled iterator keeps.
+const maxKeptKey = 4 << 10
+
+// newTableIter returns an unpositioned iterator over t, from the pool.
+func (t *Reader) newTableIter() *tableIter {
+	it := tableIterPool.Get().(*tableIter)
+	index, data := it.index, it.data
+	*it = tableIter{t: t}
+	it.index.key, it.index.spare = keptKey(index.key), keptKey(index.spare)
+	it.data.key, it.data.spare = keptKey(data.key), keptKey(data.spare)
 	t.indexIter(&it.index)
 	return it
+}
+
+func keptKey(b []byte) []byte {
+	if cap(b) > maxKeptKey {
+		return nil
+	}
+	return b[:0]
+}
+
+// Recycle closes it, an iterator from a Reader's NewIter, NewIterIn or
+// NewScanIter, and keeps it for reuse by a later one. Whoever calls it
+// must hold the only reference to it and not use it again; other
+// iterators are left alone.
+func Recycle(it iterator.Iterator) {
+	ti, ok := it.(*tableIter)
+	if !ok {
+		return
+	}
+	_ = ti.Close() // the caller has had Close's error
+	ti.t, ti.err = nil, nil
+	ti.index.data, ti.data.data = nil, nil
+	ti.index.val, ti.data.val = nil, nil
+	tableIterPool.Put(ti)
 }
 
 // NewScanIter is NewIter for reading a table once through, as a
@@ -598,8 +639,8 @@ func (t *Reader) NewIterIn(g *ScanGroup) iterator.Iterator {
 // from the file are not added to it, so that a compaction does not evict
 // the blocks that reads need.
 func (t *Reader) NewScanIter() iterator.Iterator {
-	it := &tableIter{t: t, noFill: true}
-	t.indexIter(&it.index)
+	it := t.newTableIter()
+	it.noFill = true
 	return it
 }
 

@@ -18,8 +18,6 @@
 package dbiter
 
 import (
-	"bytes"
-
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/internal/ikey"
 	"github.com/shale-db/shale/internal/iterator"
@@ -73,12 +71,43 @@ type Iter struct {
 // (beyond the one entry that shows the bound was crossed). The Iter owns
 // inner: Close closes it.
 func New(inner iterator.Iterator, seq uint64, lower, upper []byte) *Iter {
-	return &Iter{
-		inner: inner,
-		seq:   min(seq, ikey.MaxSeq),
-		lower: bytes.Clone(lower),
-		upper: bytes.Clone(upper),
+	i := new(Iter)
+	i.Init(inner, seq, lower, upper)
+	return i
+}
+
+// Init makes i the iterator New would return, reusing the buffers of its
+// last use (an Iter that is closed, or zero).
+func (i *Iter) Init(inner iterator.Iterator, seq uint64, lower, upper []byte) {
+	*i = Iter{
+		inner:   inner,
+		seq:     min(seq, ikey.MaxSeq),
+		lower:   cloneInto(i.lower, lower),
+		upper:   cloneInto(i.upper, upper),
+		keyBuf:  reuse(i.keyBuf),
+		valBuf:  reuse(i.valBuf),
+		skip:    reuse(i.skip),
+		seekBuf: reuse(i.seekBuf),
 	}
+}
+
+// maxReuse is the largest buffer Init keeps from an Iter's last use: one
+// large value read in reverse should not stay with a pooled Iter.
+const maxReuse = 64 << 10
+
+func reuse(b []byte) []byte {
+	if cap(b) > maxReuse {
+		return nil
+	}
+	return b[:0]
+}
+
+// cloneInto copies b into buf's memory if it fits; nil stays nil.
+func cloneInto(buf, b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append(buf[:0:cap(buf)], b...)
 }
 
 // seekKey builds in seekBuf the internal key (ukey, seq, KindSeek); ukey

@@ -58,7 +58,15 @@ var _ iterator.Iterator = (*Iter[int])(nil)
 // should name the file in it.
 func New[F any](files []F, bounds func(F) (smallest, largest []byte),
 	open func(F) (iterator.Iterator, error)) *Iter[F] {
-	return &Iter[F]{files: files, bounds: bounds, open: open, i: -1}
+	it := new(Iter[F])
+	it.Init(files, bounds, open)
+	return it
+}
+
+// Init makes it the iterator New would return.
+func (it *Iter[F]) Init(files []F, bounds func(F) (smallest, largest []byte),
+	open func(F) (iterator.Iterator, error)) {
+	*it = Iter[F]{files: files, bounds: bounds, open: open, i: -1}
 }
 
 // find returns the index of the first file whose largest key is >= key:

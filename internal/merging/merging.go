@@ -62,14 +62,31 @@ var _ iterator.Iterator = (*Iter)(nil)
 // New returns an iterator over the union of iters, which it owns: Close
 // closes them. Pass newer sources first (see the package doc).
 func New(iters ...iterator.Iterator) *Iter {
-	m := &Iter{
-		srcs: make([]source, len(iters)),
-		heap: make([]*source, 0, len(iters)),
-	}
-	for i, it := range iters {
-		m.srcs[i] = source{it: it, idx: i}
-	}
+	m := new(Iter)
+	m.Init(iters...)
 	return m
+}
+
+// Init makes m the iterator New would return, reusing the memory of its
+// last use (an Iter that is closed, or zero).
+func (m *Iter) Init(iters ...iterator.Iterator) {
+	srcs := m.srcs[:0]
+	for i, it := range iters {
+		srcs = append(srcs, source{it: it, idx: i})
+	}
+	heap := m.heap[:0]
+	if cap(heap) < len(iters) {
+		heap = make([]*source, 0, len(iters))
+	}
+	*m = Iter{srcs: srcs, heap: heap}
+}
+
+// Clear drops m's references to its children and their keys, as a closed
+// Iter kept for reuse should.
+func (m *Iter) Clear() {
+	clear(m.srcs)
+	clear(m.heap[:cap(m.heap)])
+	m.srcs, m.heap = m.srcs[:0], m.heap[:0]
 }
 
 // op is one way to position a source.

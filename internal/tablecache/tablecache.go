@@ -90,9 +90,30 @@ func New(fs vfs.FS, dir string, blockCache *cache.Cache, maxOpen int) *Cache {
 // An error opening the table is returned, not cached: the next Get tries
 // again.
 func (c *Cache) Get(fileNum uint64, size int64) (r *sstable.Reader, release func(), err error) {
-	t, loader, err := c.acquire(fileNum)
+	r, ref, err := c.Acquire(fileNum, size)
 	if err != nil {
 		return nil, nil, err
+	}
+	var once sync.Once
+	return r, func() { once.Do(ref.Release) }, nil
+}
+
+// Ref is a reference to an open table, from Acquire.
+type Ref struct {
+	c *Cache
+	t *table
+}
+
+// Release gives the reference back. Call it once.
+func (r Ref) Release() { r.c.unref(r.t) }
+
+// Acquire is Get for callers that release once for certain: its Ref costs
+// no allocation, where Get's function costs two (a point read in every
+// table it looks in).
+func (c *Cache) Acquire(fileNum uint64, size int64) (*sstable.Reader, Ref, error) {
+	t, loader, err := c.acquire(fileNum)
+	if err != nil {
+		return nil, Ref{}, err
 	}
 	if loader {
 		t.reader, t.file, t.err = c.open(fileNum, size)
@@ -108,10 +129,9 @@ func (c *Cache) Get(fileNum uint64, size int64) (r *sstable.Reader, release func
 		}
 		c.unrefLocked(t) // nothing was opened: nothing to close
 		c.mu.Unlock()
-		return nil, nil, t.err
+		return nil, Ref{}, t.err
 	}
-	var once sync.Once
-	return t.reader, func() { once.Do(func() { c.unref(t) }) }, nil
+	return t.reader, Ref{c, t}, nil
 }
 
 // acquire finds or inserts the entry of fileNum and takes a reference on
@@ -201,21 +221,21 @@ func (c *Cache) NewIter(fileNum uint64, size int64) (iterator.Iterator, error) {
 // NewIterIn is NewIter for an iterator of scan group g (see
 // sstable.ScanGroup); a nil g is none.
 func (c *Cache) NewIterIn(fileNum uint64, size int64, g *sstable.ScanGroup) (iterator.Iterator, error) {
-	r, release, err := c.Get(fileNum, size)
+	r, ref, err := c.Acquire(fileNum, size)
 	if err != nil {
 		return nil, err
 	}
-	return &releasingIter{Iterator: r.NewIterIn(g), release: release}, nil
+	return &releasingIter{Iterator: r.NewIterIn(g), ref: ref}, nil
 }
 
 // NewScanIter is NewIter for a compaction's one pass over the table: the
 // blocks it reads are not added to the block cache.
 func (c *Cache) NewScanIter(fileNum uint64, size int64) (iterator.Iterator, error) {
-	r, release, err := c.Get(fileNum, size)
+	r, ref, err := c.Acquire(fileNum, size)
 	if err != nil {
 		return nil, err
 	}
-	return &releasingIter{Iterator: r.NewScanIter(), release: release}, nil
+	return &releasingIter{Iterator: r.NewScanIter(), ref: ref}, nil
 }
 
 // Evict drops table fileNum from the cache and its blocks from the block
@@ -312,11 +332,18 @@ func (c *Cache) pushFront(t *table) {
 	c.mu.lru.next = t
 }
 
-// releasingIter releases its table when closed.
+// releasingIter releases its table when closed, and gives its table
+// iterator back for reuse (sstable.Recycle).
 type releasingIter struct {
 	iterator.Iterator
-	release func()
+	ref    Ref
+	closed bool
+	err    error // Close's
 }
+
+// closedIter stands for a table iterator given back for reuse: a call
+// after Close finds nothing rather than another reader's iterator.
+var closedIter = iterator.Empty(nil)
 
 var (
 	_ iterator.Iterator = (*releasingIter)(nil)
@@ -340,7 +367,13 @@ func (it *releasingIter) ContinueScan(n int) {
 
 // Close closes the table iterator and releases the table; safe twice.
 func (it *releasingIter) Close() error {
-	err := it.Iterator.Close()
-	it.release()
-	return err
+	if it.closed {
+		return it.err
+	}
+	it.closed = true
+	it.err = it.Iterator.Close()
+	it.ref.Release()
+	sstable.Recycle(it.Iterator)
+	it.Iterator = closedIter
+	return it.err
 }

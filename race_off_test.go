@@ -1,0 +1,5 @@
+//go:build !race
+
+package shale
+
+const raceEnabled = false
