@@ -201,7 +201,7 @@ func (db *DB) finishRecovery(rec *replayResult) error {
 	}
 	db.mu.log = log
 	if carry {
-		if err := db.carryForward(log, rec.carry.recs); err != nil {
+		if err := db.carryForward(log, &rec.carry); err != nil {
 			return err
 		}
 	}
