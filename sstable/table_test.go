@@ -408,3 +408,46 @@ func TestBlocksOutliveEviction(t *testing.T) {
 		t.Fatalf("after every reader closed: %d buffers out, %d cached", m.Buffers, m.Count)
 	}
 }
+
+// A Writer gives its buffers to the next one at Close: a table written
+// after others (larger, with other options, or abandoned after an error)
+// is byte for byte the table written first in a fresh process, and a
+// closed Writer keeps answering without touching them.
+func TestWriterBuffersReusedCleanly(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	small := randomEntries(rng, 300, 50)
+	first := writeTable(t, small, WriterOptions{})
+	big := randomEntries(rng, 20000, 3000)
+	_ = writeTable(t, big, WriterOptions{BlockSize: 64 << 10, RestartInterval: 3})
+	_ = writeTable(t, big[:500], WriterOptions{BloomBitsPerKey: -1, Compression: NoCompression})
+	var sink bytes.Buffer
+	w := NewWriter(&sink, WriterOptions{})
+	_ = w.Add(big[1].key, nil)
+	if err := w.Add(big[0].key, nil); err == nil {
+		t.Fatal("out-of-order Add succeeded")
+	}
+	if err := w.Close(); err == nil {
+		t.Fatal("Close after a failed Add succeeded")
+	}
+	for i := 0; i < 3; i++ {
+		if again := writeTable(t, small, WriterOptions{}); !bytes.Equal(again, first) {
+			t.Fatalf("round %d: the table differs from the first written (%d bytes, want %d)", i, len(again), len(first))
+		}
+	}
+	w = NewWriter(&sink, WriterOptions{})
+	for _, e := range small {
+		if err := w.Add(e.key, e.val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = writeTable(t, big[:1000], WriterOptions{}) // takes w's buffers
+	if err := w.Close(); err != nil || w.Meta().Size == 0 || w.EstimatedSize() == 0 {
+		t.Fatalf("closed Writer: Close %v, Meta %+v", err, w.Meta())
+	}
+	if err := w.Add(big[5000].key, nil); err == nil {
+		t.Fatal("Add after Close succeeded")
+	}
+}
