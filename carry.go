@@ -36,12 +36,12 @@ type carried struct {
 	big    [][]byte // records larger than a chunk, on the Go heap, in order
 }
 
-// add appends a copy of rec, which is not empty (a WAL record holds at
-// least a batch header). A record larger than a chunk is copied to the Go
-// heap, and a length of 0 in the chunk stands for it.
+// add appends a copy of rec. A record larger than a chunk is copied to the
+// Go heap, and a length of 0 in the chunk stands for it (so does an empty
+// record, which a WAL's batches never are).
 func (c *carried) add(rec []byte) {
 	need := binary.MaxVarintLen64 + len(rec)
-	if need > memtable.ChunkSize {
+	if need > memtable.ChunkSize || len(rec) == 0 {
 		c.big = append(c.big, slices.Clone(rec))
 		rec, need = nil, binary.MaxVarintLen64
 	}

@@ -27,6 +27,8 @@ func TestCarriedKeepsRecordsInOrder(t *testing.T) {
 			n = memtable.ChunkSize - 5 // fits no chunk with its length
 		case 19:
 			n = memtable.ChunkSize / 2
+		case 20:
+			n = 0
 		}
 		rec := make([]byte, n)
 		for j := range rec {
