@@ -5,7 +5,6 @@ import (
 	"iter"
 
 	"github.com/shale-db/shale/internal/dbiter"
-	"github.com/shale-db/shale/sstable"
 )
 
 // IterOptions bound an iterator to a key range. A nil *IterOptions, and a
@@ -49,9 +48,8 @@ func prefixSuccessor(prefix []byte) []byte {
 // files and memory.
 type Iterator struct {
 	it     *dbiter.Iter
-	scan   *sstable.ScanGroup // its table iterators' count of blocks read in order
-	alloc  *iterAlloc         // the stack's memory, released at Close; nil after
-	err    error              // set when the iterator could not be created
+	alloc  *iterAlloc // the stack's memory, released at Close; nil after
+	err    error      // set when the iterator could not be created
 	closed bool
 }
 
@@ -118,7 +116,7 @@ func (it *Iterator) Close() error {
 	it.closed = true
 	err := markCorruption(it.it.Close())
 	if a := it.alloc; a != nil {
-		it.it, it.scan, it.alloc = nil, nil, nil
+		it.it, it.alloc = nil, nil
 		a.free()
 	}
 	if it.err == nil {
@@ -132,7 +130,7 @@ func (it *Iterator) ok() bool { return !it.closed && it.err == nil }
 // start begins a new scan for the table iterators' count of blocks read in
 // order (see sstable.ScanGroup); it returns true.
 func (it *Iterator) start() bool {
-	it.scan.Reset()
+	it.alloc.group.Reset()
 	return true
 }
 

@@ -191,7 +191,7 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 	a.iters = iters
 	a.merge.Init(iters...)
 	a.dbi.Init(&a.merge, seq, lower, upper)
-	return &Iterator{it: &a.dbi, scan: &a.group, alloc: a}
+	return &Iterator{it: &a.dbi, alloc: a}
 }
 
 // iterAlloc is the memory of one Iterator's stack, kept in a pool for the
