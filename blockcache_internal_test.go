@@ -95,25 +95,14 @@ func TestLongScanCrossesTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(1, 1))
-	val := make([]byte, 400) // incompressible
-	const n = 6000           // 2.4 MB: about 40 tables of 64 KiB at the bottom
+	const n = 6000 // 2.4 MB: about 40 tables of 64 KiB at the bottom
 	for i := 0; i < n; i++ {
-		for j := range val {
-			val[j] = byte(r.Uint32())
-		}
-		if err := db.Put([]byte(fmt.Sprintf("k%06d", i)), val, NoSync); err != nil {
-			t.Fatal(err)
-		}
+		putRandomValue(t, db, r, fmt.Sprintf("k%06d", i))
 	}
 	if err := db.Compact(nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if db, err = Open(dir, opts); err != nil { // an empty cache
-		t.Fatal(err)
-	}
+	db = reopenCold(t, db, dir, opts)
 	defer db.Close()
 	tables := 0
 	for _, l := range db.Metrics().Levels {
@@ -220,27 +209,16 @@ func TestLongScanAcrossLevelZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(2, 2))
-	val := make([]byte, 400) // incompressible
 	const tables, perTable = 3, 1500
 	for range tables { // 600 KB each, over the whole key range
 		for range perTable {
-			for j := range val {
-				val[j] = byte(r.Uint32())
-			}
-			if err := db.Put([]byte(fmt.Sprintf("k%06d", r.IntN(1000000))), val, NoSync); err != nil {
-				t.Fatal(err)
-			}
+			putRandomValue(t, db, r, fmt.Sprintf("k%06d", r.IntN(1000000)))
 		}
 		if err := db.Flush(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if db, err = Open(dir, opts); err != nil { // an empty cache
-		t.Fatal(err)
-	}
+	db = reopenCold(t, db, dir, opts)
 	defer db.Close()
 	if n := db.Metrics().Levels[0].Tables; n != tables {
 		t.Fatalf("%d level-0 tables; the test wants %d", n, tables)
@@ -271,4 +249,31 @@ func TestLongScanAcrossLevelZero(t *testing.T) {
 	if short := db.Metrics().BlockCache.Bytes - long; short < 40*4<<10 {
 		t.Fatalf("a short scan after a seek cached %d bytes; want its blocks cached", short)
 	}
+}
+
+// putRandomValue puts key with a value of 400 random (incompressible)
+// bytes from r.
+func putRandomValue(t *testing.T, db *DB, r *rand.Rand, key string) {
+	t.Helper()
+	val := make([]byte, 400)
+	for j := range val {
+		val[j] = byte(r.Uint32())
+	}
+	if err := db.Put([]byte(key), val, NoSync); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reopenCold closes db and opens dir again with opts: a database whose
+// block cache is empty.
+func reopenCold(t *testing.T, db *DB, dir string, opts *Options) *DB {
+	t.Helper()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
 }

@@ -605,17 +605,10 @@ func (t *Reader) newTableIter() *tableIter {
 	it := tableIterPool.Get().(*tableIter)
 	index, data := it.index, it.data
 	*it = tableIter{t: t}
-	it.index.key, it.index.spare = keptKey(index.key), keptKey(index.spare)
-	it.data.key, it.data.spare = keptKey(data.key), keptKey(data.spare)
+	it.index.key, it.index.spare = emptied(index.key, maxKeptKey), emptied(index.spare, maxKeptKey)
+	it.data.key, it.data.spare = emptied(data.key, maxKeptKey), emptied(data.spare, maxKeptKey)
 	t.indexIter(&it.index)
 	return it
-}
-
-func keptKey(b []byte) []byte {
-	if cap(b) > maxKeptKey {
-		return nil
-	}
-	return b[:0]
 }
 
 // Recycle closes it, an iterator from a Reader's NewIter, NewIterIn or

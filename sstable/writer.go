@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"sync"
+	"unsafe"
 
 	"github.com/cockroachdb/errors"
 	"github.com/golang/snappy"
@@ -107,16 +108,22 @@ type writerBufs struct {
 
 var writerBufsPool = sync.Pool{New: func() any { return new(writerBufs) }}
 
-// maxKeptBuf is the largest buffer a Writer gives back for reuse: a table
-// of huge values should not leave its buffers to every later one.
+// maxKeptBuf is the most bytes a buffer a Writer gives back for reuse may
+// hold: a table of huge values should not leave its buffers to every
+// later one.
 const maxKeptBuf = 1 << 20
 
-func keep[T any](s []T) []T {
-	if cap(s) > maxKeptBuf {
+// emptied returns s emptied for reuse, or nil if its array is larger than
+// limit bytes.
+func emptied[T any](s []T, limit int) []T {
+	var zero T
+	if cap(s)*int(unsafe.Sizeof(zero)) > limit {
 		return nil
 	}
 	return s[:0]
 }
+
+func keep[T any](s []T) []T { return emptied(s, maxKeptBuf) }
 
 // reuse empties b's buffers for a new Writer.
 func (b *writerBufs) reuse() {
