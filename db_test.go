@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -283,6 +284,70 @@ func TestIteratorKeepsFlushedMemtables(t *testing.T) {
 		t.Fatalf("iterated %d entries, err %v; want %d", i, err, n)
 	}
 	wantGet(t, db, "key00007", []byte(value(7, 3)))
+}
+
+// An iterator keeps its bounds as they were when it was made: the caller
+// may reuse the slices at once. An empty UpperBound is a bound, not none:
+// no key is below it; an empty LowerBound admits every key. Both hold for
+// a new iterator stack (the pools emptied by two collections) and for one
+// reused from an iterator closed before.
+func TestIteratorBounds(t *testing.T) {
+	db, _ := openDB(t, nil)
+	for _, k := range []string{"", "a", "b", "c"} {
+		mustPut(t, db, k, "v"+k)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, db, "d", "vd") // in the memtable, beside the table
+	scan := func(it *shale.Iterator) string {
+		t.Helper()
+		var fwd, bwd []string
+		for ok := it.First(); ok; ok = it.Next() {
+			fwd = append(fwd, fmt.Sprintf("%q", it.Key()))
+		}
+		for ok := it.Last(); ok; ok = it.Prev() {
+			bwd = append([]string{fmt.Sprintf("%q", it.Key())}, bwd...)
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if f, b := strings.Join(fwd, " "), strings.Join(bwd, " "); f != b {
+			t.Fatalf("forward %s, backward %s", f, b)
+		}
+		if ok := it.SeekGE(nil); ok != (len(fwd) > 0) {
+			t.Fatalf("SeekGE(\"\") = %v with %d keys in bounds", ok, len(fwd))
+		}
+		return strings.Join(fwd, " ")
+	}
+	for round := range 2 {
+		if round == 0 {
+			runtime.GC() // a pooled object survives one collection
+			runtime.GC()
+		}
+		its := make([]*shale.Iterator, 4) // more than one stack at once
+		for i := range its {
+			its[i] = db.NewIterator(&shale.IterOptions{UpperBound: []byte{}})
+		}
+		for i, it := range its {
+			if got := scan(it); got != "" {
+				t.Fatalf("round %d, iterator %d, UpperBound empty: %s; want nothing", round, i, got)
+			}
+			it.Close()
+		}
+		it := db.NewIterator(&shale.IterOptions{LowerBound: []byte{}})
+		if got, want := scan(it), `"" "a" "b" "c" "d"`; got != want {
+			t.Fatalf("round %d, LowerBound empty: %s; want %s", round, got, want)
+		}
+		it.Close()
+		lo, hi := []byte("b"), []byte("d")
+		it = db.NewIterator(&shale.IterOptions{LowerBound: lo, UpperBound: hi})
+		lo[0], hi[0] = 'a', 'z' // the caller reuses its slices
+		if got, want := scan(it), `"b" "c"`; got != want {
+			t.Fatalf("round %d, bounds changed after NewIterator: %s; want %s", round, got, want)
+		}
+		it.Close()
+	}
 }
 
 func TestSecondOpenIsLocked(t *testing.T) {

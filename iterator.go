@@ -8,7 +8,9 @@ import (
 )
 
 // IterOptions bound an iterator to a key range. A nil *IterOptions, and a
-// nil bound, mean no bound.
+// nil bound, mean no bound; an empty, non-nil UpperBound admits no key.
+// NewIterator copies the bounds: the caller may reuse o and its slices as
+// soon as it returns.
 type IterOptions struct {
 	// LowerBound is the smallest key the iterator returns (inclusive).
 	LowerBound []byte

@@ -102,12 +102,16 @@ func reuse(b []byte) []byte {
 	return b[:0]
 }
 
-// cloneInto copies b into buf's memory if it fits; nil stays nil.
+// cloneInto copies b into buf's memory if it fits; nil stays nil, and an
+// empty bound stays a bound (an empty UpperBound admits no key).
 func cloneInto(buf, b []byte) []byte {
 	if b == nil {
 		return nil
 	}
-	return append(buf[:0:cap(buf)], b...)
+	if c := append(buf[:0:cap(buf)], b...); c != nil {
+		return c
+	}
+	return []byte{}
 }
 
 // seekKey builds in seekBuf the internal key (ukey, seq, KindSeek); ukey
