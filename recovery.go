@@ -200,15 +200,43 @@ func (db *DB) logsToReplay() ([]uint64, error) {
 // writes (Open and a memtable switch create the new WAL before it is used).
 func (db *DB) newestLog(nums []uint64) (int, error) {
 	for i := len(nums) - 1; i > 0; i-- {
-		st, err := db.fs.Stat(filename.Make(db.dir, filename.Log, nums[i]))
+		data, err := db.logHoldsData(filename.Make(db.dir, filename.Log, nums[i]))
 		if err != nil {
-			return 0, errors.Wrap(err, "shale: stat log")
+			return 0, err
 		}
-		if st.Size() > 0 {
+		if data {
 			return i, nil
 		}
 	}
 	return 0, nil
+}
+
+// logHoldsData reports whether log name holds a byte other than zero. Its
+// size does not tell: on Linux a WAL is reserved half a megabyte at a time
+// ahead of its appends (vfs.AppendTo), and only Close cuts it to what was
+// appended, so a process killed before its WAL's first append leaves 516
+// KiB of zeros, which hold no more than an empty file.
+func (db *DB) logHoldsData(name string) (bool, error) {
+	f, err := db.fs.Open(name)
+	if err != nil {
+		return false, errors.Wrapf(err, "shale: open log %s", filepath.Base(name))
+	}
+	defer f.Close()
+	buf := make([]byte, wal.BlockSize)
+	for {
+		n, err := io.ReadFull(f, buf)
+		for _, b := range buf[:n] {
+			if b != 0 {
+				return true, nil
+			}
+		}
+		switch {
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			return false, nil
+		case err != nil:
+			return false, errors.Wrapf(err, "shale: read log %s", filepath.Base(name))
+		}
+	}
 }
 
 // replayLog applies one WAL's records to res.mem per the recovery mode.
@@ -350,8 +378,9 @@ func (db *DB) retireLogs(rec *replayResult) error {
 }
 
 // keepInLost reports whether replayed log lr, named name, goes to lost/
-// rather than being deleted: it had damage, or it is not empty yet holds
-// no valid record, so that it may not be a log of ours at all.
+// rather than being deleted: it had damage, or it holds no valid record
+// yet is not all zeros (see logHoldsData), so that it may not be a log of
+// ours at all.
 func (db *DB) keepInLost(lr *LogRecovery, name string) (bool, error) {
 	if lr.Damaged() {
 		return true, nil
@@ -359,12 +388,13 @@ func (db *DB) keepInLost(lr *LogRecovery, name string) (bool, error) {
 	if lr.Records > 0 {
 		return false, nil
 	}
+	data, err := db.logHoldsData(name)
+	if err != nil || !data {
+		return false, err
+	}
 	st, err := db.fs.Stat(name)
 	if err != nil {
 		return false, errors.Wrap(err, "shale: stat log")
-	}
-	if st.Size() == 0 {
-		return false, nil
 	}
 	db.opts.Logger.Warn("shale: log holds no valid record; moved to lost/", "log", lr.FileNum, "bytes", st.Size())
 	return true, nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/internal/vfs"
 )
 
 // walFrag is one physical record of the log: bytes [start, end), header
@@ -255,6 +256,81 @@ func TestRecoveryTornTailEveryMode(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestRecoveryTornTailBesideReservedWAL: a kill inside Open, after it
+// created its new WAL and before it wrote to it, leaves the replayed WAL,
+// ending in a torn write, beside a newer WAL that holds nothing. On Linux
+// that WAL is not empty by its size: the appender reserves it, zeros,
+// ahead of its first append. It must count as empty, so that the torn tail
+// is still the end of the writes: Strict Open failed ("torn write at the
+// end of a log that is not the newest"), and the other modes reported
+// damage and moved both logs to lost/.
+func TestRecoveryTornTailBesideReservedWAL(t *testing.T) {
+	f := newDamageFixture(t, 5)
+	data, err := os.ReadFile(f.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var num int
+	if _, err := fmt.Sscanf(filepath.Base(f.log), "%06d.log", &num); err != nil {
+		t.Fatal(err)
+	}
+	reserved := reservedWALSize(t)
+	t.Logf("a new WAL takes %d bytes before its first append", reserved)
+	last := f.frags[len(f.frags)-1]
+	cut := last[len(last)-1].start + 10 // inside the last record's last fragment
+	for _, mode := range []shale.RecoveryMode{shale.SkipCorrupt, shale.PointInTime, shale.Strict} {
+		t.Run(mode.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			copyDBDir(t, f.dir, dir)
+			if err := os.WriteFile(filepath.Join(dir, filepath.Base(f.log)), data[:cut], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			newer := filepath.Join(dir, fmt.Sprintf("%06d.log", num+1))
+			if err := os.WriteFile(newer, make([]byte, reserved), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			db := reopen(t, dir, &shale.Options{Recovery: mode})
+			f.check(t, db, func(i int) bool { return f.frags[i][len(f.frags[i])-1].end <= cut })
+			for _, lr := range db.Recovery().Logs {
+				if lr.Damaged() || lr.MovedTo != "" {
+					t.Errorf("log %06d: %+v; want no damage and nothing moved to lost/", lr.FileNum, lr)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, "lost")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("lost/ exists (%v)", err)
+			}
+		})
+	}
+}
+
+// reservedWALSize returns the size of a WAL that the appender has set up
+// and nothing appended to: 0 where it reserves nothing ahead (no mapping
+// on this platform).
+func reservedWALSize(t *testing.T) int64 {
+	t.Helper()
+	fsys := vfs.OS()
+	name := filepath.Join(t.TempDir(), "000001.log")
+	file, err := fsys.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	app, err := vfs.AppendTo(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := fsys.Stat(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app != nil {
+		if err := app.Finish(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st.Size()
 }
 
 func countTrue(n int, f func(int) bool) int {
