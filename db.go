@@ -188,7 +188,7 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 	if err := db.checkOpen(); err != nil {
 		return nil, err
 	}
-	return db.get(key, latest)
+	return db.get(key, nil)
 }
 
 // readOnlyError is the error of a write to a read-only DB: ErrClosed once

@@ -58,7 +58,7 @@ type Iterator struct {
 // NewIterator returns an iterator over the database as of now, within the
 // bounds of o (nil for everything).
 func (db *DB) NewIterator(o *IterOptions) *Iterator {
-	return db.newIterator(o, latest)
+	return db.newIterator(o, nil)
 }
 
 // First moves to the first key within the bounds.

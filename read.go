@@ -31,8 +31,8 @@ type readState struct {
 // memtables returns the memtables to read, newest first.
 func (rs *readState) memtables() []*memtable.Memtable { return rs.mems[:rs.n] }
 
-// latest, as the sequence number of a read, means the one acquire takes.
-const latest = ^uint64(0)
+// beforeAcquire, if set (by tests only), runs as acquire begins.
+var beforeAcquire func()
 
 // acquire returns the current read state with a reference on its version,
 // its memtables and the table cache; release gives them back. The memtables, the
@@ -40,14 +40,26 @@ const latest = ^uint64(0)
 // finishing in between cannot hide the immutable memtable's entries, and a
 // compaction, which computes the oldest sequence number it must keep under
 // the same lock, keeps what a read at this sequence number needs.
-func (db *DB) acquire() (readState, error) {
+//
+// A read of snapshot snap (nil for the latest state) reads at snap's
+// sequence number, and snap must still be open: it is checked under the
+// same lock, so that a snapshot closed meanwhile fails the read with
+// ErrClosed rather than letting a compaction that starts after the Close
+// drop versions the read then looks for.
+func (db *DB) acquire(snap *Snapshot) (readState, error) {
+	if beforeAcquire != nil {
+		beforeAcquire()
+	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if db.mu.closed {
+	if db.mu.closed || snap != nil && !db.mu.snapshots.has(snap) {
 		return readState{}, ErrClosed
 	}
 	db.tableRefs.Add(1)
 	rs := readState{v: db.vs.Current(), seq: db.visibleSeq.Load()}
+	if snap != nil {
+		rs.seq = snap.seq
+	}
 	rs.mems[0], rs.n = db.mu.mem, 1
 	for i := len(db.mu.imm) - 1; i >= 0; i-- {
 		rs.mems[rs.n] = db.mu.imm[i].mem
@@ -93,17 +105,15 @@ func (db *DB) cleanupSoon() {
 	}()
 }
 
-// get returns a copy of the newest value of key at or below seq (latest:
-// the newest visible).
-func (db *DB) get(key []byte, seq uint64) ([]byte, error) {
-	rs, err := db.acquire()
+// get returns a copy of the newest value of key that snap sees (nil: the
+// newest visible).
+func (db *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
+	rs, err := db.acquire(snap)
 	if err != nil {
 		return nil, err
 	}
 	defer db.release(rs)
-	if seq == latest {
-		seq = rs.seq
-	}
+	seq := rs.seq
 	for _, m := range rs.memtables() {
 		if v, found, deleted := m.Get(key, seq); deleted {
 			return nil, ErrNotFound
@@ -151,18 +161,17 @@ func (db *DB) getFromTable(f *manifest.FileMeta, key []byte, seq uint64) (v []by
 	return val, true, nil
 }
 
-// newIterator builds the iterator stack at seq: a merging iterator over
+// newIterator builds the iterator stack for snap (nil: the newest visible
+// state): a merging iterator over
 // the memtables, each level-0 table and one level iterator per deeper
 // level, under a dbiter that hides sequence numbers and deletions. The
 // stack comes from iterAllocPool and goes back to it at Close.
-func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
-	rs, err := db.acquire()
+func (db *DB) newIterator(o *IterOptions, snap *Snapshot) *Iterator {
+	rs, err := db.acquire(snap)
 	if err != nil {
 		return &Iterator{err: err, closed: true}
 	}
-	if seq == latest {
-		seq = rs.seq
-	}
+	seq := rs.seq
 	var lower, upper []byte
 	if o != nil {
 		lower, upper = o.LowerBound, o.UpperBound

@@ -32,7 +32,7 @@ func TestBottomPutsLoseSequenceNumbers(t *testing.T) {
 	// seqs returns the sequence numbers of k's versions in the tables.
 	seqs := func() []uint64 {
 		t.Helper()
-		rs, err := db.acquire()
+		rs, err := db.acquire(nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,19 +26,13 @@ func (db *DB) NewSnapshot() *Snapshot {
 // Get returns a copy of the value key had when the snapshot was taken, or
 // an error matching ErrNotFound.
 func (s *Snapshot) Get(key []byte) ([]byte, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	return s.db.get(key, s.seq)
+	return s.db.get(key, s)
 }
 
 // NewIterator returns an iterator over the snapshot's view, with the same
 // bounds and guarantees as DB.NewIterator.
 func (s *Snapshot) NewIterator(o *IterOptions) *Iterator {
-	if err := s.check(); err != nil {
-		return &Iterator{err: err, closed: true}
-	}
-	return s.db.newIterator(o, s.seq)
+	return s.db.newIterator(o, s)
 }
 
 // Close releases the snapshot. It is safe to call more than once, also
@@ -50,15 +44,6 @@ func (s *Snapshot) Close() error {
 	s.db.mu.snapshots.remove(s)
 	// Versions only this snapshot kept may now be dropped.
 	s.db.maybeScheduleLocked()
-	return nil
-}
-
-func (s *Snapshot) check() error {
-	s.db.mu.Lock()
-	defer s.db.mu.Unlock()
-	if s.db.mu.closed || !s.db.mu.snapshots.has(s) {
-		return ErrClosed
-	}
 	return nil
 }
 

@@ -33,7 +33,7 @@ type Stats struct {
 
 // Stats returns a description of the database's files and memory.
 func (db *DB) Stats() (Stats, error) {
-	rs, err := db.acquire()
+	rs, err := db.acquire(nil)
 	if err != nil {
 		return Stats{}, err
 	}
