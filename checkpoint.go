@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"strings"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/internal/filename"
@@ -47,17 +48,24 @@ func (db *DB) Checkpoint(destDir string) error {
 	return nil
 }
 
-// prepareDest creates destDir, refusing one that exists and has entries.
+// prepareDest creates destDir, refusing one that exists and has entries,
+// and the database's own directory and any inside it.
 func (db *DB) prepareDest(destDir string) error {
+	switch rel, err := filepath.Rel(resolvePath(db.dir), resolvePath(destDir)); {
+	case err != nil:
+	case rel == ".":
+		return errors.Newf("shale: checkpoint: %s is the database itself", destDir)
+	case rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)):
+		// The database would hold a directory no database writes, and
+		// refuse every later writable Open.
+		return errors.Newf("shale: checkpoint: %s is inside the database %s", destDir, db.dir)
+	}
 	names, err := db.fs.List(destDir)
 	switch {
 	case err == nil && len(names) > 0:
 		return errors.Newf("shale: checkpoint: %s exists and is not empty", destDir)
 	case err != nil && !stderrors.Is(err, fs.ErrNotExist):
 		return errors.Wrapf(err, "shale: checkpoint: list %s", destDir)
-	}
-	if filepath.Clean(destDir) == filepath.Clean(db.dir) {
-		return errors.Newf("shale: checkpoint: %s is the database itself", destDir)
 	}
 	// The directories MkdirAll creates are durable once each one's
 	// parent is synced, from the deepest that existed down.
@@ -296,4 +304,26 @@ func (c *copier) syncDir() error {
 	}
 	err = d.Sync()
 	return errors.CombineErrors(errors.Wrap(err, "sync directory"), d.Close())
+}
+
+// resolvePath returns p made absolute, with the symbolic links in the
+// longest part of it that exists resolved: two names of one directory
+// then compare equal.
+func resolvePath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.Clean(p)
+	}
+	rest := ""
+	for d := abs; ; {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(d), rest)
+		d = parent
+	}
 }

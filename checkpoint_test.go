@@ -233,3 +233,62 @@ func TestCheckpointRefusesNonEmptyDir(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCheckpointRefusesDestInsideDatabase: a checkpoint into the database's
+// own directory, or below it (by any name, a symbolic link included), is
+// refused and creates nothing: a directory inside a database made every
+// later writable Open refuse it ("it holds ck, which no database writes").
+func TestCheckpointRefusesDestInsideDatabase(t *testing.T) {
+	dir := t.TempDir()
+	dbDir := filepath.Join(dir, "db")
+	db, err := shale.Open(dbDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put([]byte("k"), []byte("v"), shale.Sync); err != nil {
+		t.Fatal(err)
+	}
+	dests := map[string]string{
+		dbDir:                                     "the database itself",
+		filepath.Join(dbDir, "."):                 "the database itself",
+		filepath.Join(dbDir, "ck"):                "inside the database",
+		filepath.Join(dbDir, "a", "b"):            "inside the database",
+		filepath.Join(dir, "x", "..", "db", "ck"): "inside the database",
+	}
+	if runtime.GOOS != "windows" {
+		link := filepath.Join(dir, "link")
+		if err := os.Symlink(dbDir, link); err != nil {
+			t.Fatal(err)
+		}
+		dests[link] = "the database itself"
+		dests[filepath.Join(link, "ck")] = "inside the database"
+	}
+	for dest, want := range dests {
+		if err := db.Checkpoint(dest); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Checkpoint(%s) = %v; want a refusal: %s", dest, err, want)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dbDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			t.Errorf("the refused checkpoints left directory %s in the database", e.Name())
+		}
+	}
+	db, err = shale.Open(dbDir, nil)
+	if err != nil {
+		t.Fatalf("writable Open after the refused checkpoints: %v", err)
+	}
+	defer db.Close()
+	if v, err := db.Get([]byte("k")); err != nil || string(v) != "v" {
+		t.Errorf("Get = %q, %v", v, err)
+	}
+	if err := db.Checkpoint(filepath.Join(dir, "dbcopy")); err != nil {
+		t.Errorf("Checkpoint beside the database (a name that starts like it): %v", err)
+	}
+}

@@ -39,6 +39,9 @@ func TestBackupCommand(t *testing.T) {
 		t.Errorf("backup DEST holds %d keys, want %d", len(got), len(want))
 	}
 	want2(t, 3, "not empty", "--db", src, "backup", dest)
+	// A backup inside the database would leave it refusing writable Opens.
+	want2(t, 3, "inside the database", "--db", src, "backup", filepath.Join(src, "bk"))
+	ok(t, "", "--db", src, "delete", "no such key") // a writable Open
 	out := ok(t, "", "--db", src, "backup", "-")
 	restored := filepath.Join(dir, "restored")
 	if err := os.Mkdir(restored, 0o755); err != nil {
