@@ -60,6 +60,15 @@ func repair(dir string, o Options, fsys vfs.FS) (RepairReport, error) {
 	if _, err := fsys.Stat(dir); err != nil {
 		return RepairReport{}, errors.Wrap(err, "shale: repair")
 	}
+	// Checked before the lock, whose file a directory that holds no
+	// database must not gain; run checks again under it.
+	names, err := fsys.List(dir)
+	if err != nil {
+		return RepairReport{}, errors.Wrap(err, "shale: repair")
+	}
+	if !holdsDatabaseFiles(names) {
+		return RepairReport{}, errors.Wrap(nothingToRepair(dir), "shale: repair")
+	}
 	l, err := fsys.Lock(filename.Make(dir, filename.Lock, 0), false)
 	if err != nil {
 		if stderrors.Is(err, vfs.ErrLocked) {
@@ -99,7 +108,7 @@ func (r *repairer) run() error {
 		}
 	}
 	if len(tables)+len(logs)+len(manifests) == 0 {
-		return errors.Newf("no tables, logs or MANIFEST in %s: nothing to repair", r.dir)
+		return nothingToRepair(r.dir)
 	}
 	r.next = max(r.next, 2)
 	r.noteMissing(tables)
@@ -119,6 +128,21 @@ func (r *repairer) run() error {
 	}
 	r.lost = append(r.lost, manifests...)
 	return r.commit(outputs)
+}
+
+func nothingToRepair(dir string) error {
+	return errors.Newf("no tables, logs or MANIFEST in %s: nothing to repair", dir)
+}
+
+// holdsDatabaseFiles reports whether names include a table, a log or a
+// MANIFEST.
+func holdsDatabaseFiles(names []string) bool {
+	for _, name := range names {
+		if t, _, ok := filename.Parse(name); ok && (t == filename.Table || t == filename.Log || t == filename.Manifest) {
+			return true
+		}
+	}
+	return false
 }
 
 // place decides the final tables: the intact ones as they are if nothing

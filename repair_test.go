@@ -346,3 +346,32 @@ func TestRepairRefusesOpenDB(t *testing.T) {
 		t.Fatalf("Repair of an open database: %v, want ErrLocked", err)
 	}
 }
+
+// TestRepairLeavesNonDatabaseDirAlone: Repair of a directory that holds
+// no table, log or MANIFEST fails and changes nothing in it. It used to
+// take the lock first, and leave the LOCK file it created.
+func TestRepairLeavesNonDatabaseDirAlone(t *testing.T) {
+	for _, files := range [][]string{nil, {"notes.txt"}} {
+		dir := t.TempDir()
+		for _, f := range files {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte("hello"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := shale.Repair(dir, nil)
+		if err == nil || !strings.Contains(err.Error(), "nothing to repair") {
+			t.Errorf("Repair of a directory holding %v: %v; want nothing to repair", files, err)
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		if !slices.Equal(names, files) {
+			t.Errorf("Repair of a directory holding %v left it holding %v", files, names)
+		}
+	}
+}
