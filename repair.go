@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"cmp"
 	stderrors "errors"
 	"io"
 	"path/filepath"
@@ -30,7 +31,9 @@ import (
 // newest version of each key by sequence number (a key whose newest entry
 // is a deletion stays deleted), into new tables in the last level. A new
 // MANIFEST and CURRENT then name them. Damaged and unreadable files and
-// the old MANIFESTs are moved to the lost/ subdirectory, never deleted.
+// the old MANIFESTs are moved to the lost/ subdirectory, never deleted;
+// so are, unread, the tables that a MANIFEST in the directory records as
+// replaced by a compaction (see RepairReport.Obsolete).
 //
 // Repairing a repaired directory rewrites nothing and loses nothing.
 func Repair(dir string, opts *Options) (RepairReport, error) {
@@ -111,6 +114,17 @@ func (r *repairer) run() error {
 		return nothingToRepair(r.dir)
 	}
 	r.next = max(r.next, 2)
+	obsolete := r.obsoleteTables(manifests)
+	live := tables[:0:0]
+	for _, name := range tables {
+		if _, num, _ := filename.Parse(name); obsolete[num] {
+			r.rep.Obsolete = append(r.rep.Obsolete, name)
+			r.lost = append(r.lost, name)
+			continue
+		}
+		live = append(live, name)
+	}
+	tables = live
 	r.noteMissing(tables)
 	for _, name := range tables {
 		if err := r.scanTable(name); err != nil {
@@ -128,6 +142,49 @@ func (r *repairer) run() error {
 	}
 	r.lost = append(r.lost, manifests...)
 	return r.commit(outputs)
+}
+
+// obsoleteTables returns the tables that the directory's MANIFESTs record
+// as deleted and not added back: the inputs of a compaction, left on disk
+// by a crash before their deletion (or held by an iterator at the time).
+// Their versions are older than the compaction's outputs, yet the bottom
+// level zeroes its outputs' sequence numbers: merged by sequence number,
+// the inputs' would win, bringing back overwritten and deleted values. A
+// MANIFEST counts up to its first damage; one that cannot be read counts
+// for nothing, and then such tables are merged like the others.
+func (r *repairer) obsoleteTables(manifests []string) map[uint64]bool {
+	type numbered struct {
+		name string
+		num  uint64
+	}
+	var ms []numbered
+	for _, name := range manifests {
+		_, num, _ := filename.Parse(name)
+		ms = append(ms, numbered{name, num})
+	}
+	slices.SortFunc(ms, func(a, b numbered) int { return cmp.Compare(a.num, b.num) })
+	live := map[uint64]bool{}
+	for _, m := range ms {
+		_ = manifest.ReadEdits(r.fs, filepath.Join(r.dir, m.name), func(e *manifest.VersionEdit) error {
+			// An edit's deletions come before its additions: a table
+			// moved to another level is deleted from one and added to
+			// the other in the same edit.
+			for _, d := range e.DeletedFiles {
+				live[d.Num] = false
+			}
+			for _, f := range e.NewFiles {
+				live[f.Meta.Num] = true
+			}
+			return nil
+		})
+	}
+	obsolete := map[uint64]bool{}
+	for num, ok := range live {
+		if !ok {
+			obsolete[num] = true
+		}
+	}
+	return obsolete
 }
 
 func nothingToRepair(dir string) error {

@@ -20,6 +20,12 @@ type RepairReport struct {
 	// truncated), so Missing most likely lists tables compacted away, and
 	// they do not count as lost.
 	StaleManifest bool
+	// Obsolete lists the tables that a MANIFEST in the directory records
+	// as replaced by a compaction: a crash cut their deletion short. They
+	// are moved to lost/ unread: their versions are older than the
+	// compaction's outputs, and merged they could win over them (the last
+	// level's outputs carry sequence number 0).
+	Obsolete []string
 	// Logs lists every write-ahead log found, oldest first.
 	Logs []LogRepair
 	// Rewritten is set when the surviving entries were merged into new
@@ -35,9 +41,9 @@ type RepairReport struct {
 	Keys int64
 	// Manifest names the MANIFEST that Repair wrote.
 	Manifest string
-	// MovedToLost lists the files moved to the lost/ directory: damaged
-	// and unreadable tables, damaged logs and the old MANIFESTs. Nothing
-	// that could hold data is deleted.
+	// MovedToLost lists the files moved to the lost/ directory: damaged,
+	// unreadable and obsolete tables, damaged logs and the old MANIFESTs.
+	// Nothing that could hold data is deleted.
 	MovedToLost []string
 }
 
@@ -118,6 +124,9 @@ func (r *RepairReport) String() string {
 			fmt.Fprintf(&sb, "  dropped block at offset %d (%d bytes, keys after %q up to %q): %s\n",
 				d.Offset, d.Bytes, d.After, d.UpTo, d.Reason)
 		}
+	}
+	for _, name := range r.Obsolete {
+		fmt.Fprintf(&sb, "table %s: replaced by a compaction, as the MANIFEST records; not merged\n", name)
 	}
 	for _, name := range r.Missing {
 		if r.StaleManifest {
