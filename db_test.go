@@ -426,10 +426,32 @@ func TestInvalidOptions(t *testing.T) {
 		{Recovery: shale.RecoveryMode(9)},
 		{Compression: shale.Compression(5)},
 		{CacheSize: -5},
+		// A filter this large overflowed its size: the first flush
+		// panicked in the background and killed the process.
+		{BloomBitsPerKey: 1 << 61},
+		{BloomBitsPerKey: sstable.MaxBloomBitsPerKey + 1},
 	} {
 		if _, err := shale.Open(dir, o); err == nil {
 			t.Errorf("Open with %+v succeeded", *o)
 		}
+	}
+	// The most is allowed, and its filters work.
+	db, err := shale.Open(dir, &shale.Options{BloomBitsPerKey: sstable.MaxBloomBitsPerKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Put([]byte("k"), []byte("v"), shale.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := db.Get([]byte("k")); err != nil || string(v) != "v" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	if _, err := db.Get([]byte("absent")); !errors.Is(err, shale.ErrNotFound) {
+		t.Fatalf("Get(absent) = %v", err)
 	}
 }
 

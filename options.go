@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/cockroachdb/errors"
+	"github.com/shale-db/shale/sstable"
 )
 
 // Durability says how far a write must have gone before Put, Delete or
@@ -109,7 +110,8 @@ type Options struct {
 	// writes tables without filters, as LevelDB does by default: they take
 	// about BloomBitsPerKey/8 bytes a key less, and every lookup that
 	// reaches a table reads one of its data blocks. Tables keep the
-	// filters they were written with.
+	// filters they were written with. Open refuses more than
+	// sstable.MaxBloomBitsPerKey (100).
 	BloomBitsPerKey int
 	// Compression of new tables' blocks. Default SnappyCompression.
 	Compression Compression
@@ -158,6 +160,9 @@ func (o *Options) withDefaults() (Options, error) {
 		if f.v < 0 {
 			return c, errors.Newf("shale: Options.%s is negative (%d)", f.name, f.v)
 		}
+	}
+	if c.BloomBitsPerKey > sstable.MaxBloomBitsPerKey {
+		return c, errors.Newf("shale: Options.BloomBitsPerKey is %d; at most %d", c.BloomBitsPerKey, sstable.MaxBloomBitsPerKey)
 	}
 	setDefault(&c.WriteBufferSize, DefaultWriteBufferSize)
 	setDefault(&c.CacheSize, DefaultCacheSize)

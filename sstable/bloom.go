@@ -18,6 +18,13 @@ const (
 // DefaultBloomBitsPerKey gives about a 1% false-positive rate.
 const DefaultBloomBitsPerKey = 10
 
+// MaxBloomBitsPerKey is the largest bits-per-key a filter may be built
+// with. Past 43 bits a key the probes stop at 30 and the false-positive
+// rate, already below one in ten million, falls no further worth the
+// space; a much larger figure would make a filter of gigabytes, or
+// overflow its size.
+const MaxBloomBitsPerKey = 100
+
 // bloomHash is LevelDB's Hash(data, seed) with the bloom seed: bytes are
 // unsigned (the old signed-char variant is what the old filter name marks).
 func bloomHash(data []byte) uint32 {

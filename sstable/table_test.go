@@ -451,3 +451,26 @@ func TestWriterBuffersReusedCleanly(t *testing.T) {
 		t.Fatal("Add after Close succeeded")
 	}
 }
+
+// TestBloomBitsPerKeyBound: a Writer asked for more than MaxBloomBitsPerKey
+// fails every Add, rather than panicking (or allocating without bound) in
+// Close when it sizes the filter; MaxBloomBitsPerKey itself works.
+func TestBloomBitsPerKeyBound(t *testing.T) {
+	for _, bits := range []int{MaxBloomBitsPerKey + 1, 1 << 61} {
+		var buf bytes.Buffer
+		w := NewWriter(&buf, WriterOptions{BloomBitsPerKey: bits})
+		if err := w.Add(ikey.Make([]byte("k"), 1, ikey.KindSet), []byte("v")); err == nil || !strings.Contains(err.Error(), "BloomBitsPerKey") {
+			t.Errorf("Add with %d bits a key: %v; want an error naming BloomBitsPerKey", bits, err)
+		}
+		if err := w.Close(); err == nil {
+			t.Errorf("Close with %d bits a key succeeded", bits)
+		}
+	}
+	entries := randomEntries(rand.New(rand.NewSource(3)), 200, 20)
+	r := openTable(t, writeTable(t, entries, WriterOptions{BloomBitsPerKey: MaxBloomBitsPerKey}), ReaderOptions{})
+	for _, e := range entries {
+		if _, _, found, err := r.Get(ikey.UserKey(e.key), ikey.Seq(e.key), nil); err != nil || !found {
+			t.Fatalf("Get(%q) = %v, %v", e.key, found, err)
+		}
+	}
+}

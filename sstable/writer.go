@@ -47,7 +47,8 @@ type WriterOptions struct {
 	// Compression; the zero value means snappy.
 	Compression Compression
 	// BloomBitsPerKey sizes the bloom filter; 0 means
-	// DefaultBloomBitsPerKey and a negative value writes no filter.
+	// DefaultBloomBitsPerKey and a negative value writes no filter. Above
+	// MaxBloomBitsPerKey, every Add fails.
 	BloomBitsPerKey int
 }
 
@@ -178,7 +179,9 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 		lastKey: b.lastKey, compressed: b.compressed, scratch: b.scratch}
 	tw.data.restartInterval = opts.RestartInterval
 	tw.index.restartInterval = 1
-	if opts.BloomBitsPerKey > 0 {
+	if opts.BloomBitsPerKey > MaxBloomBitsPerKey {
+		tw.err = errors.Newf("sstable: BloomBitsPerKey %d is above the most, %d", opts.BloomBitsPerKey, MaxBloomBitsPerKey)
+	} else if opts.BloomBitsPerKey > 0 {
 		tw.filter = &b.filter
 		tw.filter.bitsPerKey = opts.BloomBitsPerKey
 		tw.filter.startBlock(0)
