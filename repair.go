@@ -114,7 +114,10 @@ func (r *repairer) run() error {
 		return nothingToRepair(r.dir)
 	}
 	r.next = max(r.next, 2)
-	obsolete := r.obsoleteTables(manifests)
+	obsolete, err := r.obsoleteTables(manifests)
+	if err != nil {
+		return err
+	}
 	live := tables[:0:0]
 	for _, name := range tables {
 		if _, num, _ := filename.Parse(name); obsolete[num] {
@@ -152,7 +155,11 @@ func (r *repairer) run() error {
 // the inputs' would win, bringing back overwritten and deleted values. A
 // MANIFEST counts up to its first damage; one that cannot be read counts
 // for nothing, and then such tables are merged like the others.
-func (r *repairer) obsoleteTables(manifests []string) map[uint64]bool {
+//
+// A MANIFEST that names a comparator other than LevelDB's bytewise one is
+// an error, before anything is changed: its tables are in another key
+// order, which a repair into bytewise tables would scramble for good.
+func (r *repairer) obsoleteTables(manifests []string) (map[uint64]bool, error) {
 	type numbered struct {
 		name string
 		num  uint64
@@ -165,7 +172,13 @@ func (r *repairer) obsoleteTables(manifests []string) map[uint64]bool {
 	slices.SortFunc(ms, func(a, b numbered) int { return cmp.Compare(a.num, b.num) })
 	live := map[uint64]bool{}
 	for _, m := range ms {
+		var order error
 		_ = manifest.ReadEdits(r.fs, filepath.Join(r.dir, m.name), func(e *manifest.VersionEdit) error {
+			if e.HasComparator && e.Comparator != manifest.BytewiseComparator {
+				order = errors.Newf("%s names comparator %q: the tables are not in the bytewise key order (%s) that shale reads and writes, and cannot be repaired",
+					m.name, e.Comparator, manifest.BytewiseComparator)
+				return order
+			}
 			// An edit's deletions come before its additions: a table
 			// moved to another level is deleted from one and added to
 			// the other in the same edit.
@@ -177,6 +190,9 @@ func (r *repairer) obsoleteTables(manifests []string) map[uint64]bool {
 			}
 			return nil
 		})
+		if order != nil {
+			return nil, order
+		}
 	}
 	obsolete := map[uint64]bool{}
 	for num, ok := range live {
@@ -184,7 +200,7 @@ func (r *repairer) obsoleteTables(manifests []string) map[uint64]bool {
 			obsolete[num] = true
 		}
 	}
-	return obsolete
+	return obsolete, nil
 }
 
 func nothingToRepair(dir string) error {
