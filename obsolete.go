@@ -38,7 +38,7 @@ func (db *DB) deleteObsoleteFiles() {
 	for num := range db.vs.LiveFiles() {
 		live[num] = struct{}{}
 	}
-	logNum, manifestNum := db.vs.LogNumber(), db.vs.ManifestNumber()
+	logNum, prevLogNum, manifestNum := db.vs.LogNumber(), db.vs.PrevLogNumber(), db.vs.ManifestNumber()
 	removed := false
 	for _, name := range names {
 		t, num, ok := filename.Parse(name)
@@ -48,7 +48,7 @@ func (db *DB) deleteObsoleteFiles() {
 		var obsolete bool
 		switch t {
 		case filename.Log:
-			obsolete = num < logNum
+			obsolete = num < logNum && num != prevLogNum
 		case filename.Table:
 			_, isLive := live[num]
 			obsolete = !isLive

@@ -173,7 +173,9 @@ func (db *DB) replayLogs() (_ *replayResult, err error) {
 }
 
 // logsToReplay lists the numbers of the WALs at or after the MANIFEST's log
-// number, ascending, and marks their numbers used.
+// number, and the one its previous log number names (old LevelDB set it
+// while a memtable's log was being compacted; LevelDB replays it),
+// ascending, and marks their numbers used.
 func (db *DB) logsToReplay() ([]uint64, error) {
 	names, err := db.fs.List(db.dir)
 	if err != nil {
@@ -186,7 +188,7 @@ func (db *DB) logsToReplay() ([]uint64, error) {
 			continue
 		}
 		db.vs.MarkFileNumUsed(num)
-		if t == filename.Log && (num >= db.vs.LogNumber()) {
+		if t == filename.Log && (num >= db.vs.LogNumber() || num == db.vs.PrevLogNumber() && num != 0) {
 			nums = append(nums, num)
 		}
 	}

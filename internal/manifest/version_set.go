@@ -365,6 +365,10 @@ func (vs *VersionSet) LogNumber() uint64 {
 	return vs.mu.logNumber
 }
 
+// PrevLogNumber returns the MANIFEST's previous log number: 0, or (in a
+// database of an old LevelDB) a WAL below LogNumber still to be replayed.
+func (vs *VersionSet) PrevLogNumber() uint64 { return vs.prevLogNumber() }
+
 func (vs *VersionSet) prevLogNumber() uint64 {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shale-db/shale/internal/filename"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/vfs"
 	"github.com/shale-db/shale/wal"
@@ -68,4 +69,66 @@ func TestRepairRefusesOtherComparator(t *testing.T) {
 	if !slices.Equal(before, after) {
 		t.Errorf("the refused Repair changed the directory: %v, then %v", before, after)
 	}
+}
+
+// TestPrevLogNumberIsReplayed: an old LevelDB recorded, while it compacted
+// a memtable, the memtable's WAL as the MANIFEST's previous log number,
+// below its log number; LevelDB replays that WAL too. Open ignored it, and
+// then deleted it as obsolete with the writes it held.
+func TestPrevLogNumberIsReplayed(t *testing.T) {
+	mem := vfs.NewMem()
+	db := reviewMustOpen(t, mem, nil)
+	for i := range 20 {
+		if err := db.Put(reviewKey(i), reviewValue(i), NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := mem.List(reviewDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logNum uint64
+	for _, name := range logs {
+		if typ, num, ok := filename.Parse(name); ok && typ == filename.Log {
+			logNum = num
+		}
+	}
+	// The MANIFEST as that LevelDB left it: the log number moved past the
+	// WAL, which is the previous log number.
+	cur := strings.TrimSpace(string(memFile(t, mem, filepath.Join(reviewDir, "CURRENT"))))
+	path := filepath.Join(reviewDir, cur)
+	var out bytes.Buffer
+	w := wal.NewWriter(&out)
+	var next uint64
+	if err := manifest.ReadEdits(mem, path, func(e *manifest.VersionEdit) error {
+		if e.HasNextFileNumber {
+			next = e.NextFileNumber
+		}
+		return w.WriteRecord(e.Encode(nil))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var e manifest.VersionEdit
+	e.SetLogNumber(next)
+	e.SetPrevLogNumber(logNum)
+	e.SetNextFileNumber(next + 1)
+	if err := w.WriteRecord(e.Encode(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	memRewrite(t, mem, path, out.Bytes())
+
+	db = reviewMustOpen(t, mem, &Options{Recovery: Strict})
+	reviewCheck(t, db, 20, "after Open")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = reviewMustOpen(t, mem, nil)
+	defer db.Close()
+	reviewCheck(t, db, 20, "after a second Open")
 }
