@@ -99,7 +99,8 @@ type Options struct {
 	// compactions alike: an iterator over more tables than this reopens
 	// files rather than hold more open. Default: on Unix, half the
 	// process's soft limit on open files (RLIMIT_NOFILE) and at most
-	// DefaultMaxOpenFiles; elsewhere DefaultMaxOpenFiles.
+	// DefaultMaxOpenFiles; elsewhere DefaultMaxOpenFiles. A value below 16
+	// is taken as 16.
 	MaxOpenFiles int
 	// BlockSize is the approximate size of a table's data blocks before
 	// compression. Default DefaultBlockSize.

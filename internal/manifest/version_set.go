@@ -352,9 +352,11 @@ func (vs *VersionSet) MarkFileNumUsed(n uint64) {
 // LastSequence returns the last sequence number used. Atomic.
 func (vs *VersionSet) LastSequence() uint64 { return vs.lastSeq.Load() }
 
-// SetLastSequence records s as the last sequence number used; the commit
-// path calls it after its WAL write, never with a smaller value than the
-// last. LogAndApply records the value it finds. Atomic.
+// SetLastSequence records s as the last sequence number the tables hold:
+// Open calls it once recovery has placed the replayed writes (the commit
+// path keeps its own count; a flush's edit carries its memtable's last).
+// LogAndApply records an edit's value, or this one where the edit has
+// none or a smaller one. Atomic.
 func (vs *VersionSet) SetLastSequence(s uint64) { vs.lastSeq.Store(s) }
 
 // LogNumber returns the number of the oldest WAL still needed: WALs below it
