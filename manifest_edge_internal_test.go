@@ -31,22 +31,11 @@ func TestRepairRefusesOtherComparator(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cur := strings.TrimSpace(string(memFile(t, mem, filepath.Join(reviewDir, "CURRENT"))))
-	path := filepath.Join(reviewDir, cur)
-	var out bytes.Buffer
-	w := wal.NewWriter(&out)
-	if err := manifest.ReadEdits(mem, path, func(e *manifest.VersionEdit) error {
+	rewriteManifest(t, mem, func(e *manifest.VersionEdit) {
 		if e.HasComparator {
 			e.SetComparator("leveldb.ReverseBytewiseComparator")
 		}
-		return w.WriteRecord(e.Encode(nil))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	memRewrite(t, mem, path, out.Bytes())
+	})
 	if _, err := reviewOpen(t, mem, nil); err == nil {
 		t.Fatal("Open accepted another comparator")
 	}
@@ -98,30 +87,16 @@ func TestPrevLogNumberIsReplayed(t *testing.T) {
 	}
 	// The MANIFEST as that LevelDB left it: the log number moved past the
 	// WAL, which is the previous log number.
-	cur := strings.TrimSpace(string(memFile(t, mem, filepath.Join(reviewDir, "CURRENT"))))
-	path := filepath.Join(reviewDir, cur)
-	var out bytes.Buffer
-	w := wal.NewWriter(&out)
-	var next uint64
-	if err := manifest.ReadEdits(mem, path, func(e *manifest.VersionEdit) error {
-		if e.HasNextFileNumber {
-			next = e.NextFileNumber
-		}
-		return w.WriteRecord(e.Encode(nil))
-	}); err != nil {
-		t.Fatal(err)
-	}
+	// (The edit is filled in as the old ones are read, and written after
+	// them.)
 	var e manifest.VersionEdit
-	e.SetLogNumber(next)
 	e.SetPrevLogNumber(logNum)
-	e.SetNextFileNumber(next + 1)
-	if err := w.WriteRecord(e.Encode(nil)); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	memRewrite(t, mem, path, out.Bytes())
+	rewriteManifest(t, mem, func(old *manifest.VersionEdit) {
+		if old.HasNextFileNumber {
+			e.SetLogNumber(old.NextFileNumber)
+			e.SetNextFileNumber(old.NextFileNumber + 1)
+		}
+	}, &e)
 
 	db = reviewMustOpen(t, mem, &Options{Recovery: Strict})
 	reviewCheck(t, db, 20, "after Open")
@@ -131,4 +106,29 @@ func TestPrevLogNumberIsReplayed(t *testing.T) {
 	db = reviewMustOpen(t, mem, nil)
 	defer db.Close()
 	reviewCheck(t, db, 20, "after a second Open")
+}
+
+// rewriteManifest rewrites the current MANIFEST of the database at
+// reviewDir in fsys: each edit as change leaves it, then extra.
+func rewriteManifest(t *testing.T, fsys vfs.FS, change func(e *manifest.VersionEdit), extra ...*manifest.VersionEdit) {
+	t.Helper()
+	cur := strings.TrimSpace(string(memFile(t, fsys, filepath.Join(reviewDir, "CURRENT"))))
+	path := filepath.Join(reviewDir, cur)
+	var out bytes.Buffer
+	w := wal.NewWriter(&out)
+	if err := manifest.ReadEdits(fsys, path, func(e *manifest.VersionEdit) error {
+		change(e)
+		return w.WriteRecord(e.Encode(nil))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range extra {
+		if err := w.WriteRecord(e.Encode(nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	memRewrite(t, fsys, path, out.Bytes())
 }
