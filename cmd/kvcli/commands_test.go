@@ -79,6 +79,12 @@ func TestGetPutDelete(t *testing.T) {
 	if r.stdout != "" {
 		t.Errorf("get of a missing key printed %q", r.stdout)
 	}
+	// The line names the key as given, even one that reads like a
+	// package's prefix or repeats a part: it used to lose "shale: ".
+	for _, key := range []string{"shale", "wal: y", "x: x"} {
+		want(t, 1, "kvcli: "+key+": not found\n", "--db", dir, "get", key)
+	}
+	want(t, 2, `kvcli: unknown command "shale: x": try "kvcli help"`+"\n", "--db", dir, "shale: x")
 	ok(t, "", "--db", dir, "delete", "never-there")
 	if got := contents(t, dir); len(got) != 1 || got["k2"] != "v2" {
 		t.Errorf("database holds %q", got)

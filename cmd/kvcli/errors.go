@@ -27,6 +27,10 @@ const (
 type exitError struct {
 	code int
 	err  error // nil only for errHelpShown
+	// own is set on a message kvcli wrote itself (usageError, notFound),
+	// which quotes the user's keys and arguments: errorLine prints it as
+	// it is, not cleaned up as a library error's chain.
+	own bool
 }
 
 func (e *exitError) Error() string {
@@ -43,12 +47,12 @@ var errHelpShown = &exitError{code: exitOK}
 
 // usageError is a bad command line: exit status 2.
 func usageError(msg string) error {
-	return &exitError{code: exitUsage, err: errors.New(msg)}
+	return &exitError{code: exitUsage, err: errors.New(msg), own: true}
 }
 
 // notFound is a get of a key that has no value: exit status 1.
 func notFound(msg string) error {
-	return &exitError{code: exitNotFound, err: errors.New(msg)}
+	return &exitError{code: exitNotFound, err: errors.New(msg), own: true}
 }
 
 // failure is any other error: exit status 3.
@@ -76,10 +80,14 @@ func exitCode(err error) int {
 // table 000004: ...: shale: corruption"); the line drops the package
 // prefixes and a part repeated twice in a row, and says "(damaged data)"
 // in place of a closing corruption sentinel. Damage is written as "FILE:
-// REASON at offset N".
+// REASON at offset N". A message kvcli wrote itself is printed as it is:
+// the key in "kvcli get shale"'s "shale: not found" is no package prefix.
 func errorLine(err error) string {
 	if err == errHelpShown {
 		return ""
+	}
+	if x, ok := err.(*exitError); ok && x.own {
+		return "kvcli: " + strings.ReplaceAll(x.err.Error(), "\n", " ")
 	}
 	msg, damaged := trimSentinels(err, describe(err))
 	msg = packagePrefix.ReplaceAllString(msg, "$1")
