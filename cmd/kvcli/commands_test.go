@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shale-db/shale"
 )
@@ -328,4 +332,44 @@ func TestCompact(t *testing.T) {
 	ok(t, "", "--db", dir, "compact", "--start", "k2", "--end", "k3")
 	want(t, 2, "kvcli: usage", "--db", dir, "compact", "extra-arg")
 	want(t, 2, "the range is reversed", "--db", dir, "compact", "--start", "k3", "--end", "k2")
+}
+
+// TestPutChecksFlagsBeforeStdin: put KEY without VALUE, with no --db or a
+// bad --recovery, fails with a usage error at once; it used to wait for
+// the whole value on stdin first (forever, on a terminal left open).
+func TestPutChecksFlagsBeforeStdin(t *testing.T) {
+	for _, args := range [][]string{
+		{"put", "k"},
+		{"--db", t.TempDir(), "--recovery", "bogus", "put", "k"},
+	} {
+		cmd := exec.Command(kvcliBin, args...)
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "KVCLI_DB=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		stdin, err := cmd.StdinPipe() // held open, never written
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			var x *exec.ExitError
+			if !errors.As(err, &x) || x.ExitCode() != 2 {
+				t.Errorf("kvcli %q: %v (stderr %q); want exit status 2", args, err, stderr.String())
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Errorf("kvcli %q still waits for stdin after 10 s", args)
+		}
+		stdin.Close()
+	}
 }

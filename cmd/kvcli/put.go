@@ -32,6 +32,14 @@ func runPut(e *env, c *command, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	// A missing --db or a bad --recovery is a usage error to give before
+	// waiting for a value on stdin.
+	if _, err := e.needDB(); err != nil {
+		return err
+	}
+	if _, err := e.recoveryMode(); err != nil {
+		return err
+	}
 	var value []byte
 	if len(rest) == 2 {
 		value, err = e.arg("value", rest[1])
