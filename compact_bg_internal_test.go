@@ -340,6 +340,35 @@ func TestWriteStallsAreCounted(t *testing.T) {
 	}
 }
 
+// TestStallCountedOncePerWrite: a write that waits counts as one stall of
+// its kind, however many flushes and compactions end (each waking it)
+// before it may go on; the duration is all of its wait. A single writer's
+// Put makes the counts move by at most one a kind.
+func TestStallCountedOncePerWrite(t *testing.T) {
+	fsys, _ := slowTableReads(3 * time.Millisecond)
+	db := reviewMustOpen(t, fsys, &Options{WriteBufferSize: 8 << 10, Compression: NoCompression, MaxConcurrentCompactions: 2})
+	val := bytes.Repeat([]byte("s"), 100)
+	const n = 4000
+	var worst [numStallKinds]int64
+	for i := range n {
+		before := db.Metrics().Stalls
+		if err := db.Put(bgKey(i*7919%n), val, NoSync); err != nil {
+			t.Fatal(err)
+		}
+		after := db.Metrics().Stalls
+		worst[stallMemtable] = max(worst[stallMemtable], after.MemtableFull.Count-before.MemtableFull.Count)
+		worst[stallL0] = max(worst[stallL0], after.L0Full.Count-before.L0Full.Count)
+	}
+	m := db.Metrics()
+	if m.Stalls.L0Full.Count == 0 {
+		t.Fatalf("no write waited for level 0; the test needs some\n%s", m)
+	}
+	if worst[stallMemtable] > 1 || worst[stallL0] > 1 {
+		t.Errorf("one Put counted as %d memtable-full and %d level-0-full stalls; want at most 1 each\n%s",
+			worst[stallMemtable], worst[stallL0], m)
+	}
+}
+
 // TestSnapshotKeepsVersionsThenReleasesThem: compactions keep what an open
 // snapshot sees; once it is closed, they reclaim the space.
 func TestSnapshotKeepsVersionsThenReleasesThem(t *testing.T) {

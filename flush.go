@@ -140,6 +140,7 @@ func (db *DB) waitFlushTurn(imm *immMemtable) error {
 // the write waits. Called by the commit leader only.
 func (db *DB) makeRoomLocked(force bool) error {
 	slowed := force
+	var counted [numStallKinds]bool
 	for {
 		switch {
 		case db.mu.closed:
@@ -161,10 +162,10 @@ func (db *DB) makeRoomLocked(force bool) error {
 		case !force && db.mu.mem.ApproximateSize() < db.opts.WriteBufferSize:
 			return nil
 		case len(db.mu.imm) >= maxImmutables:
-			db.waitLocked(stallMemtable)
+			db.waitLocked(stallMemtable, &counted)
 			continue
 		case db.l0Tables.Load() >= l0StopTables:
-			db.waitLocked(stallL0)
+			db.waitLocked(stallL0, &counted)
 			continue
 		}
 		return db.switchMemtableLocked()
@@ -192,12 +193,13 @@ func (db *DB) slowdownLocked() time.Duration {
 	return d
 }
 
-// waitLocked waits for background progress and counts the wait as a stall
-// of kind k.
-func (db *DB) waitLocked(k stallKind) {
+// waitLocked waits for background progress and adds the wait to the
+// write's stall of kind k: one stall a write, however many times a flush
+// or compaction that ends wakes it (see stallCounters.addWait).
+func (db *DB) waitLocked(k stallKind, counted *[numStallKinds]bool) {
 	start := time.Now()
 	db.mu.bgCond.Wait()
-	db.mu.stalls.add(k, time.Since(start))
+	db.mu.stalls.addWait(k, time.Since(start), counted)
 }
 
 // switchMemtableLocked retires the memtable and its WAL: a new WAL takes

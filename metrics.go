@@ -97,6 +97,17 @@ func (s *stallCounters) add(k stallKind, d time.Duration) {
 	s[k].Duration += d
 }
 
+// addWait adds d to a write's wait of kind k, counting the wait once
+// however many times background work wakes it before it may go on:
+// counted records the kinds already counted for this write.
+func (s *stallCounters) addWait(k stallKind, d time.Duration, counted *[numStallKinds]bool) {
+	if !counted[k] {
+		counted[k] = true
+		s[k].Count++
+	}
+	s[k].Duration += d
+}
+
 // bgCounters accumulates what flushes and compactions did; guarded by
 // DB.mu.
 type bgCounters struct {
