@@ -47,6 +47,16 @@ func reviewMustOpen(t testing.TB, fsys vfs.FS, opts *Options) *DB {
 func reviewKey(i int) []byte   { return []byte(fmt.Sprintf("key%06d", i)) }
 func reviewValue(i int) []byte { return bytes.Repeat([]byte{byte('a' + i%26)}, 100+i%50) }
 
+// reviewPut writes keys 0 to n-1 with their values, NoSync.
+func reviewPut(t testing.TB, db *DB, n int) {
+	t.Helper()
+	for i := range n {
+		if err := db.Put(reviewKey(i), reviewValue(i), NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func reviewCheck(t testing.TB, db *DB, n int, where string) {
 	t.Helper()
 	for i := range n {

@@ -20,11 +20,7 @@ import (
 func TestRepairRefusesOtherComparator(t *testing.T) {
 	mem := vfs.NewMem()
 	db := reviewMustOpen(t, mem, nil)
-	for i := range 50 {
-		if err := db.Put(reviewKey(i), reviewValue(i), NoSync); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reviewPut(t, db, 50)
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -67,11 +63,7 @@ func TestRepairRefusesOtherComparator(t *testing.T) {
 func TestPrevLogNumberIsReplayed(t *testing.T) {
 	mem := vfs.NewMem()
 	db := reviewMustOpen(t, mem, nil)
-	for i := range 20 {
-		if err := db.Put(reviewKey(i), reviewValue(i), NoSync); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reviewPut(t, db, 20)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -170,7 +170,7 @@ func (r *repairer) obsoleteTables(manifests []string) (map[uint64]bool, error) {
 		ms = append(ms, numbered{name, num})
 	}
 	slices.SortFunc(ms, func(a, b numbered) int { return cmp.Compare(a.num, b.num) })
-	live := map[uint64]bool{}
+	obsolete := map[uint64]bool{}
 	for _, m := range ms {
 		var order error
 		_ = manifest.ReadEdits(r.fs, filepath.Join(r.dir, m.name), func(e *manifest.VersionEdit) error {
@@ -183,21 +183,15 @@ func (r *repairer) obsoleteTables(manifests []string) (map[uint64]bool, error) {
 			// moved to another level is deleted from one and added to
 			// the other in the same edit.
 			for _, d := range e.DeletedFiles {
-				live[d.Num] = false
+				obsolete[d.Num] = true
 			}
 			for _, f := range e.NewFiles {
-				live[f.Meta.Num] = true
+				delete(obsolete, f.Meta.Num)
 			}
 			return nil
 		})
 		if order != nil {
 			return nil, order
-		}
-	}
-	obsolete := map[uint64]bool{}
-	for num, ok := range live {
-		if !ok {
-			obsolete[num] = true
 		}
 	}
 	return obsolete, nil
