@@ -66,3 +66,52 @@ func isNumber(s string) bool {
 	_, err := strconv.ParseUint(s, 10, 64)
 	return err == nil
 }
+
+// maxMissingNamed bounds the table names a missing-tables error lists.
+const maxMissingNamed = 10
+
+// checkLiveTables refuses a database whose MANIFEST names a table that is
+// not in the directory, as LevelDB and goleveldb do: its entries cannot be
+// read, and a read or compaction that needs it would fail later, at a time
+// no one chose. Repair rebuilds the database from the files present (and
+// reports the table as lost).
+func (db *DB) checkLiveTables() error {
+	names, err := db.fs.List(db.dir)
+	if err != nil {
+		return errors.Wrap(err, "shale: list database directory")
+	}
+	present := make(map[uint64]bool, len(names))
+	for _, name := range names {
+		if t, num, ok := filename.Parse(name); ok && t == filename.Table {
+			present[num] = true
+		}
+	}
+	v := db.vs.Current()
+	defer v.Unref()
+	var missing []string
+	n := 0
+	for _, files := range v.Levels {
+		for _, f := range files {
+			if present[f.Num] {
+				continue
+			}
+			n++
+			if len(missing) < maxMissingNamed {
+				missing = append(missing, filename.Name(filename.Table, f.Num))
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	list := strings.Join(missing, ", ")
+	if n > len(missing) {
+		list += " and " + strconv.Itoa(n-len(missing)) + " more"
+	}
+	what, whose := "a table", "its"
+	if n > 1 {
+		what, whose = strconv.Itoa(n)+" tables", "their"
+	}
+	return errors.Wrapf(ErrCorruption, "shale: %s names %s missing from %s (%s): %s entries cannot be read; Repair (kvcli repair) rebuilds the database from the files present",
+		filename.Name(filename.Manifest, db.vs.ManifestNumber()), what, db.dir, list, whose)
+}

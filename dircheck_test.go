@@ -2,6 +2,7 @@ package shale_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -113,4 +114,66 @@ func TestLogWithoutRecordsMovesToLost(t *testing.T) {
 	if err != nil || string(got) != string(junk) {
 		t.Fatalf("lost/999999.log = %q, %v; want the file's bytes", got, err)
 	}
+}
+
+// Open refuses, in every recovery mode and read-only, a database whose
+// MANIFEST names a table that is gone, as LevelDB does: it names the table
+// and points to Repair, and changes nothing. Repair then brings the rest
+// back and Open accepts the result.
+func TestOpenRefusesMissingTable(t *testing.T) {
+	dir := t.TempDir()
+	db, err := shale.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		mustPut(t, db, fmt.Sprintf("k%d", i), "v")
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tables := files(t, dir, ".ldb")
+	if len(tables) != 3 {
+		t.Fatalf("%d tables, want 3", len(tables))
+	}
+	victim := tables[1]
+	rm(t, filepath.Join(dir, victim))
+	// The info log rotates at every writable Open; the database's own files
+	// must not change.
+	dbFiles := func() string {
+		var b strings.Builder
+		for _, f := range strings.Fields(dirListing(t, dir)) {
+			if !strings.HasPrefix(f, "LOG") && !strings.HasPrefix(f, "LOCK") {
+				b.WriteString(f + " ")
+			}
+		}
+		return b.String()
+	}
+	before := dbFiles()
+	for name, o := range map[string]shale.Options{
+		"Strict": {Recovery: shale.Strict}, "SkipCorrupt": {Recovery: shale.SkipCorrupt},
+		"PointInTime": {Recovery: shale.PointInTime}, "ReadOnly": {ReadOnly: true},
+	} {
+		db, err := shale.Open(dir, &o)
+		if err == nil {
+			db.Close()
+			t.Fatalf("%s Open of a database missing %s succeeded", name, victim)
+		}
+		if !errors.Is(err, shale.ErrCorruption) || !strings.Contains(err.Error(), victim) || !strings.Contains(err.Error(), "Repair") {
+			t.Errorf("%s Open = %v; want ErrCorruption naming %s and Repair", name, err, victim)
+		}
+	}
+	if after := dbFiles(); after != before {
+		t.Errorf("a refused Open changed the directory:\n%s\nwant\n%s", after, before)
+	}
+	rep := repairOK(t, dir)
+	if len(rep.Missing) != 1 || rep.Missing[0] != victim {
+		t.Errorf("Repair reports missing %v, want [%s]", rep.Missing, victim)
+	}
+	db = reopen(t, dir, nil)
+	wantGet(t, db, "k0", []byte("v"))
+	wantGet(t, db, "k2", []byte("v"))
 }

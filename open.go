@@ -136,7 +136,13 @@ func (db *DB) loadVersions() error {
 	_, err := db.fs.Stat(filename.Make(db.dir, filename.Current, 0))
 	switch {
 	case err == nil:
-		db.vs, err = manifest.Load(db.fs, db.dir, db.opts.ReadOnly)
+		// Loaded read-only first: a database Open refuses is left as it was.
+		if db.vs, err = manifest.Load(db.fs, db.dir, true); err != nil {
+			break
+		}
+		if err = db.checkLiveTables(); err == nil && !db.opts.ReadOnly {
+			err = db.vs.StartWriting()
+		}
 	case stderrors.Is(err, fs.ErrNotExist) && !db.opts.ReadOnly:
 		if err := db.checkNoTables(); err != nil {
 			return err

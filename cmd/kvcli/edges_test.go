@@ -175,9 +175,9 @@ func TestErrorLineIsOneSentence(t *testing.T) {
 		t.Fatalf("get with a table missing: exit %d, stderr %q", r.code, r.stderr)
 	}
 	line := strings.TrimSuffix(r.stderr, "\n")
-	if !strings.HasPrefix(line, "kvcli: table "+num+" is missing") || !strings.HasSuffix(line, " (damaged data)") ||
-		strings.Contains(line, "\n") {
-		t.Errorf("error line %q, want \"kvcli: table %s is missing ... (damaged data)\"", line, num)
+	if !strings.HasPrefix(line, "kvcli: MANIFEST-") || !strings.Contains(line, "("+num+".ldb)") ||
+		!strings.HasSuffix(line, " (damaged data)") || strings.Contains(line, "\n") {
+		t.Errorf("error line %q, want \"kvcli: MANIFEST-... (%s.ldb) ... (damaged data)\"", line, num)
 	}
 	for _, p := range modulePackages {
 		if strings.HasPrefix(line[len("kvcli: "):], p+": ") || strings.Contains(line, ": "+p+": ") {

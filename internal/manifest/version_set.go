@@ -117,11 +117,25 @@ func Load(fsys vfs.FS, dir string, readOnly bool) (*VersionSet, error) {
 	vs.mu.compactPointers = s.compactPointers
 	vs.install(v)
 	if !readOnly {
-		if err := vs.startManifest(); err != nil {
+		if err := vs.StartWriting(); err != nil {
 			return nil, err
 		}
 	}
 	return vs, nil
+}
+
+// StartWriting makes a set that Load read read-only a writable one, as a
+// writable Load would have returned it: it starts a new MANIFEST holding
+// a snapshot and switches CURRENT to it. It lets a caller check the state
+// before anything in the directory changes. It must be called before the
+// set is shared, at most once.
+func (vs *VersionSet) StartWriting() error {
+	vs.readOnly = false
+	if err := vs.startManifest(); err != nil {
+		vs.readOnly = true
+		return err
+	}
+	return nil
 }
 
 // install makes v the current version, taking the set's reference on
@@ -173,7 +187,7 @@ func (vs *VersionSet) snapshot() *VersionEdit {
 
 // startManifest writes a snapshot to a new MANIFEST, makes it durable, points
 // CURRENT at it and makes it the one LogAndApply appends to. Only Create and
-// Load call it, before the set is shared.
+// StartWriting call it, before the set is shared.
 func (vs *VersionSet) startManifest() (err error) {
 	num := vs.NewFileNum()
 	path := filename.Make(vs.dir, filename.Manifest, num)
