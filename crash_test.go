@@ -92,8 +92,9 @@ func (op crashOp) applyTo(m map[string]string) {
 }
 
 func crashOptions() *shale.Options {
-	// Flushes and automatic compactions during the kills.
-	return &shale.Options{WriteBufferSize: 48 << 10, TargetFileSize: 32 << 10}
+	// Flushes, automatic compactions and switches to a new MANIFEST
+	// during the kills.
+	return &shale.Options{WriteBufferSize: 48 << 10, TargetFileSize: 32 << 10, MaxManifestFileSize: 4 << 10}
 }
 
 // runCrashChildIfAsked runs the writer, and exits, when the test binary was

@@ -117,6 +117,8 @@ type DB struct {
 	idleArmed   atomic.Bool
 	// walBytes counts the batch bytes written to WALs since Open.
 	walBytes atomic.Int64
+	// manifestSwitches counts the MANIFESTs replaced since Open.
+	manifestSwitches atomic.Int64
 	// deleteMu serializes deleteObsoleteFiles.
 	deleteMu sync.Mutex
 }

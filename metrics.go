@@ -77,6 +77,11 @@ type Metrics struct {
 	ImmutableMemtables int
 	ImmutableBytes     int64
 	WALSize            int64
+
+	// ManifestSize is the size of the MANIFEST (0 on a read-only DB);
+	// ManifestSwitches counts the times it was replaced by a new one
+	// since Open (see Options.MaxManifestFileSize).
+	ManifestSize, ManifestSwitches int64
 }
 
 // stallKind indexes stallCounters.
@@ -155,6 +160,7 @@ func (db *DB) Metrics() Metrics {
 	m.BlockCache.Hits, m.BlockCache.Misses = cm.Hits, cm.Misses
 	m.BlockCache.Bytes, m.BlockCache.Capacity = cm.Size, db.opts.CacheSize
 	m.WALBytes = db.walBytes.Load()
+	m.ManifestSize, m.ManifestSwitches = db.vs.ManifestSize(), db.manifestSwitches.Load()
 
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -222,6 +228,7 @@ func (m Metrics) String() string {
 		humanBytes(m.BlockCache.Bytes), humanBytes(m.BlockCache.Capacity))
 	fmt.Fprintf(&b, "memtable: %s; immutable: %d (%s); WAL: %s\n", humanBytes(m.MemtableBytes),
 		m.ImmutableMemtables, humanBytes(m.ImmutableBytes), humanBytes(m.WALSize))
+	fmt.Fprintf(&b, "manifest: %s; replaced %d times since Open\n", humanBytes(m.ManifestSize), m.ManifestSwitches)
 	return b.String()
 }
 

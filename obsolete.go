@@ -8,7 +8,8 @@ import (
 
 // deleteObsoleteFiles removes the files no live version needs: WALs older
 // than the MANIFEST's log number, tables that no version references,
-// MANIFESTs other than the current one, and leftover temporary files.
+// MANIFESTs other than the current one, and leftover temporary files
+// (those numbered below the current MANIFEST).
 // Files it does not recognise (goleveldb's CURRENT.bak, LOG.old, the lost/
 // directory) are left alone. Failures are logged, not returned: a file left
 // behind is retried at the next call.
@@ -55,7 +56,10 @@ func (db *DB) deleteObsoleteFiles() {
 		case filename.Manifest:
 			obsolete = num < manifestNum
 		case filename.Temp:
-			obsolete = true
+			// CURRENT's temporary file, named for the MANIFEST it will
+			// name: one above the current MANIFEST may be a switch
+			// under way (Options.MaxManifestFileSize).
+			obsolete = num < manifestNum
 		}
 		if !obsolete {
 			continue
@@ -74,4 +78,17 @@ func (db *DB) deleteObsoleteFiles() {
 			db.opts.Logger.Warn("shale: sync directory after removing files", "err", err)
 		}
 	}
+}
+
+// noteManifestRoll logs a switch to a new MANIFEST (see
+// Options.MaxManifestFileSize); the old one is deleted with the other
+// obsolete files.
+func (db *DB) noteManifestRoll(oldNum, newNum uint64, oldSize int64, err error) {
+	old := filename.Name(filename.Manifest, oldNum)
+	if err != nil {
+		db.opts.Logger.Warn("shale: could not start a new MANIFEST", "manifest", old, "size", oldSize, "err", err)
+		return
+	}
+	db.opts.Logger.Info("shale: started a new MANIFEST", "old", old, "size", oldSize, "new", filename.Name(filename.Manifest, newNum))
+	db.manifestSwitches.Add(1)
 }

@@ -49,6 +49,9 @@ func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 		return nil, err
 	}
 	db.noteVersion()
+	if !o.ReadOnly {
+		db.vs.SetRollPolicy(manifest.RollPolicy{MaxSize: max(o.MaxManifestFileSize, 0), Rolled: db.noteManifestRoll})
+	}
 	db.blockCache = cache.New(o.CacheSize)
 	db.tables = tablecache.New(fsys, dir, db.blockCache, o.MaxOpenFiles)
 	db.tableRefs.Store(1) // the DB's own, dropped by Close

@@ -70,6 +70,9 @@ const (
 	DefaultBlockSize       = 4 << 10
 	DefaultBloomBitsPerKey = 10
 	DefaultTargetFileSize  = 2 << 20
+	// DefaultMaxManifestFileSize bounds the MANIFEST of a database that
+	// stays open: past it, the next flush or compaction starts a new one.
+	DefaultMaxManifestFileSize = 64 << 20
 )
 
 // Options configure Open. The zero value (and a nil *Options) means the
@@ -119,6 +122,14 @@ type Options struct {
 	// TargetFileSize is the size at which compactions start a new table.
 	// Default DefaultTargetFileSize.
 	TargetFileSize int64
+	// MaxManifestFileSize is the size past which a writable DB replaces
+	// its MANIFEST (a record of every flush and compaction, replayed by
+	// the next Open) with a new one holding only the current state, so
+	// that a database that stays open for months neither grows it without
+	// end nor makes its next Open replay it all. Open always starts a new
+	// MANIFEST. Default DefaultMaxManifestFileSize; a negative value never
+	// replaces it while the database is open, as LevelDB does.
+	MaxManifestFileSize int64
 	// MaxConcurrentCompactions bounds the compactions that run at once
 	// (a flush runs beside them in any case). Default: 1 on a machine with
 	// fewer than 4 CPUs, else 2.
@@ -171,6 +182,7 @@ func (o *Options) withDefaults() (Options, error) {
 	setDefault(&c.BlockSize, DefaultBlockSize)
 	setDefault(&c.BloomBitsPerKey, DefaultBloomBitsPerKey)
 	setDefault(&c.TargetFileSize, DefaultTargetFileSize)
+	setDefault(&c.MaxManifestFileSize, DefaultMaxManifestFileSize)
 	setDefault(&c.MaxConcurrentCompactions, defaultMaxConcurrentCompactions())
 	if c.MaxOpenFiles < 16 {
 		c.MaxOpenFiles = 16

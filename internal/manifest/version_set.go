@@ -37,6 +37,10 @@ type VersionSet struct {
 	manifest    vfs.File    // the MANIFEST being appended to; nil if read-only
 	manifestLog *wal.Writer // frames records into manifest
 	err         error       // sticky: set once a MANIFEST write failed, or on Close
+	roll        RollPolicy
+	rollAt      int64        // manifestLog's size at which to roll; 0: never
+	snapSize    int64        // the size of the snapshot the MANIFEST starts with
+	size        atomic.Int64 // manifestLog's size, for ManifestSize
 
 	mu struct {
 		sync.Mutex
@@ -188,12 +192,21 @@ func (vs *VersionSet) snapshot() *VersionEdit {
 // startManifest writes a snapshot to a new MANIFEST, makes it durable, points
 // CURRENT at it and makes it the one LogAndApply appends to. Only Create and
 // StartWriting call it, before the set is shared.
-func (vs *VersionSet) startManifest() (err error) {
+func (vs *VersionSet) startManifest() error {
+	_, err := vs.newManifest()
+	return err
+}
+
+// newManifest is startManifest. On error, named is true if CURRENT may
+// name the new MANIFEST all the same (its rename was attempted): the new
+// file then stays, and the old one no longer receives the edits that
+// count.
+func (vs *VersionSet) newManifest() (named bool, err error) {
 	num := vs.NewFileNum()
 	path := filename.Make(vs.dir, filename.Manifest, num)
 	f, err := vs.fs.Create(path)
 	if err != nil {
-		return errors.Wrapf(err, "manifest: create %s", filepath.Base(path))
+		return false, errors.Wrapf(err, "manifest: create %s", filepath.Base(path))
 	}
 	keep := false // once CURRENT may name the file, it must stay
 	defer func() {
@@ -206,20 +219,85 @@ func (vs *VersionSet) startManifest() (err error) {
 	}()
 	w := wal.NewWriter(f)
 	if err = writeSynced(w, f, vs.snapshot().Encode(nil)); err != nil {
-		return errors.Wrapf(err, "manifest: write %s", filepath.Base(path))
+		return false, errors.Wrapf(err, "manifest: write %s", filepath.Base(path))
 	}
 	// The new file's directory entry is durable before CURRENT names it.
 	if err = syncDir(vs.fs, vs.dir); err != nil {
-		return err
+		return false, err
 	}
 	if keep, err = setCurrent(vs.fs, vs.dir, num); err != nil {
-		return err
+		return keep, err
 	}
 	vs.manifest, vs.manifestLog = f, w
+	vs.snapSize = w.Size()
+	vs.size.Store(w.Size())
+	vs.setRollAt()
 	vs.mu.Lock()
 	vs.mu.manifestNum = num
 	vs.mu.Unlock()
-	return nil
+	return true, nil
+}
+
+// RollPolicy says when LogAndApply starts a new MANIFEST.
+type RollPolicy struct {
+	// MaxSize is the size past which the MANIFEST is replaced by a new
+	// one holding a snapshot of the state (or twice that snapshot's size,
+	// if larger); 0 means never, as LevelDB, which starts one only at
+	// Open.
+	MaxSize int64
+	// Rolled, if set, is called (with LogAndApply's lock held) after each
+	// attempt: with the old and new MANIFEST numbers and the old one's
+	// size, or with newNum 0 and the error if the attempt failed.
+	Rolled func(oldNum, newNum uint64, oldSize int64, err error)
+}
+
+// SetRollPolicy sets when LogAndApply starts a new MANIFEST. It must be
+// called before the set is shared; it applies from the next MANIFEST the
+// set starts, or at once to the one it appends to.
+func (vs *VersionSet) SetRollPolicy(p RollPolicy) {
+	vs.roll = p
+	vs.setRollAt()
+}
+
+// setRollAt sets the size at which the MANIFEST being appended to is
+// replaced. It starts as one snapshot of the state; a limit below twice
+// that would have every edit start another.
+func (vs *VersionSet) setRollAt() {
+	vs.rollAt = 0
+	if vs.roll.MaxSize > 0 {
+		vs.rollAt = max(vs.roll.MaxSize, 2*vs.snapSize)
+	}
+}
+
+// maybeRoll starts a new MANIFEST when the one LogAndApply appends to has
+// outgrown the policy, so that a long-running database's MANIFEST (an
+// edit per flush and compaction) stays bounded, and with it the time the
+// next Open takes to replay it. The old MANIFEST becomes obsolete, for
+// the engine to delete. A failure that leaves CURRENT naming the old one
+// is not an error (the edits stay where they were; the next attempt comes
+// after the MANIFEST has grown by MaxSize again); one that may have
+// switched CURRENT is, sticky, as a failed write is.
+func (vs *VersionSet) maybeRoll() {
+	if vs.rollAt == 0 || vs.manifestLog.Size() < vs.rollAt {
+		return
+	}
+	old, oldNum, oldSize := vs.manifest, vs.ManifestNumber(), vs.manifestLog.Size()
+	named, err := vs.newManifest()
+	newNum := uint64(0)
+	switch {
+	case err == nil:
+		newNum = vs.ManifestNumber()
+		_ = old.Close() // synced after every record: nothing is lost
+	case named:
+		vs.err = errors.Wrapf(err, "manifest: switch from %s to a new MANIFEST", filename.Name(filename.Manifest, oldNum))
+		_ = old.Close()
+		vs.manifest, vs.manifestLog = nil, nil
+	default:
+		vs.rollAt = oldSize + vs.roll.MaxSize
+	}
+	if vs.roll.Rolled != nil {
+		vs.roll.Rolled(oldNum, newNum, oldSize, err)
+	}
 }
 
 // writeSynced appends rec as one record and makes it durable.
@@ -277,6 +355,7 @@ func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
 		return vs.err
 	}
 	vs.lastSeq.Store(e.LastSequence)
+	vs.size.Store(vs.manifestLog.Size())
 	vs.mu.Lock()
 	vs.mu.logNumber, vs.mu.prevLogNumber = e.LogNumber, e.PrevLogNumber
 	for _, p := range e.CompactPointers {
@@ -284,6 +363,7 @@ func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
 	}
 	vs.mu.Unlock()
 	vs.install(v)
+	vs.maybeRoll()
 	return nil
 }
 
@@ -390,6 +470,10 @@ func (vs *VersionSet) prevLogNumber() uint64 {
 	defer vs.mu.Unlock()
 	return vs.mu.prevLogNumber
 }
+
+// ManifestSize returns the size of the MANIFEST LogAndApply appends to, or
+// 0 for a read-only set. Atomic.
+func (vs *VersionSet) ManifestSize() int64 { return vs.size.Load() }
 
 // ManifestNumber returns the number of the MANIFEST that CURRENT names.
 // Other MANIFESTs in the directory are obsolete once Create or a writable
