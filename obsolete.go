@@ -1,15 +1,19 @@
 package shale
 
 import (
+	"cmp"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/shale-db/shale/internal/filename"
 )
 
 // deleteObsoleteFiles removes the files no live version needs: WALs older
 // than the MANIFEST's log number, tables that no version references,
-// MANIFESTs other than the current one, and leftover temporary files
-// (those numbered below the current MANIFEST).
+// MANIFESTs other than the current one (last, once no table a compaction
+// replaced is left), and leftover temporary files (those numbered below
+// the current MANIFEST).
 // Files it does not recognise (goleveldb's CURRENT.bak, LOG.old, the lost/
 // directory) are left alone. Failures are logged, not returned: a file left
 // behind is retried at the next call.
@@ -36,9 +40,27 @@ func (db *DB) deleteObsoleteFiles() {
 		live[num] = struct{}{}
 	}
 	db.mu.Unlock()
-	for num := range db.vs.LiveFiles() {
+	held := db.vs.LiveFiles()
+	for num := range held {
 		live[num] = struct{}{}
 	}
+	// What remains of held after this is the tables a compaction replaced
+	// that an older version (an iterator, a snapshot) still reads.
+	v := db.vs.Current()
+	for _, files := range v.Levels {
+		for _, f := range files {
+			delete(held, f.Num)
+		}
+	}
+	v.Unref()
+	// Old MANIFESTs go last, and only once no replaced table is left: the
+	// edit that records a table as replaced is what tells Repair, after a
+	// crash, that the table is stale (its versions older than those its
+	// compaction wrote with sequence number zero).
+	keepManifests := len(held) > 0
+	slices.SortStableFunc(names, func(a, b string) int {
+		return cmp.Compare(isManifestName(a), isManifestName(b))
+	})
 	logNum, prevLogNum, manifestNum := db.vs.LogNumber(), db.vs.PrevLogNumber(), db.vs.ManifestNumber()
 	removed := false
 	for _, name := range names {
@@ -54,7 +76,7 @@ func (db *DB) deleteObsoleteFiles() {
 			_, isLive := live[num]
 			obsolete = !isLive
 		case filename.Manifest:
-			obsolete = num < manifestNum
+			obsolete = num < manifestNum && !keepManifests
 		case filename.Temp:
 			// CURRENT's temporary file, named for the MANIFEST it will
 			// name: one above the current MANIFEST may be a switch
@@ -69,6 +91,7 @@ func (db *DB) deleteObsoleteFiles() {
 		}
 		if err := db.fs.Remove(filepath.Join(db.dir, name)); err != nil {
 			db.opts.Logger.Warn("shale: remove obsolete file", "file", name, "err", err)
+			keepManifests = keepManifests || t == filename.Table
 			continue
 		}
 		removed = true
@@ -91,4 +114,13 @@ func (db *DB) noteManifestRoll(oldNum, newNum uint64, oldSize int64, err error) 
 	}
 	db.opts.Logger.Info("shale: started a new MANIFEST", "old", old, "size", oldSize, "new", filename.Name(filename.Manifest, newNum))
 	db.manifestSwitches.Add(1)
+}
+
+// isManifestName is 1 for a MANIFEST's name, else 0: the sort key that puts
+// MANIFESTs after every other file in deleteObsoleteFiles.
+func isManifestName(name string) int {
+	if strings.HasPrefix(name, "MANIFEST-") {
+		return 1
+	}
+	return 0
 }

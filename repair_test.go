@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shale-db/shale"
 	"github.com/shale-db/shale/sstable"
@@ -468,4 +469,93 @@ func tableNames(t *testing.T, dir string) []string {
 		names[i] = filepath.Base(n)
 	}
 	return names
+}
+
+// A table a compaction replaced but an iterator still reads stays on disk,
+// and so does every MANIFEST until it goes: the MANIFEST that records its
+// deletion is what tells Repair it is stale. A database that switched to a
+// new MANIFEST meanwhile (Options.MaxManifestFileSize) and is then copied,
+// as a crash would leave it, repairs without the stale table's values.
+func TestRepairSkipsHeldTableAcrossManifestSwitch(t *testing.T) {
+	opts := &shale.Options{MaxManifestFileSize: 1} // a switch at every doubling
+	db, dir := openDB(t, opts)
+	for _, kv := range [][2]string{{"a", "other"}, {"k", "old"}} {
+		if err := db.Put([]byte(kv[0]), []byte(kv[1]), shale.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	stale := tableNames(t, dir)
+	it := db.NewIterator(nil) // holds the table the compaction replaces
+	defer it.Close()
+	if err := db.Put([]byte("k"), []byte("new"), shale.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := db.Metrics().ManifestSwitches
+	for i := range 6 { // edits enough for switches after the compaction's
+		if err := db.Put([]byte(fmt.Sprintf("z%d", i)), []byte("v"), shale.Sync); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if db.Metrics().ManifestSwitches < before+2 {
+		t.Fatalf("%d switches after the compaction, want 2 or more", db.Metrics().ManifestSwitches-before)
+	}
+	if _, err := os.Stat(filepath.Join(dir, stale[0])); err != nil {
+		t.Fatalf("the table the iterator reads is gone: %v", err)
+	}
+	// What a crash now leaves, with damage that sends the user to Repair.
+	crashed := t.TempDir()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() == "LOCK" || e.Name() == "CURRENT" || e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // a retired log the background just deleted
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(crashed, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := shale.Repair(crashed, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(rep.Obsolete, stale[0]) {
+		t.Errorf("Repair did not find %s obsolete:\n%s", stale[0], rep.String())
+	}
+	rdb := reopen(t, crashed, nil)
+	if v, err := rdb.Get([]byte("k")); err != nil || string(v) != "new" {
+		t.Errorf("after Repair Get(k) = %q, %v; want new", v, err)
+	}
+	// Once the iterator lets the table go, the old MANIFESTs go with it.
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var ms []string
+	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(10 * time.Millisecond) {
+		ms, _ = filepath.Glob(filepath.Join(dir, "MANIFEST-*")) // deleted in the background
+		if _, err = os.Stat(filepath.Join(dir, stale[0])); errors.Is(err, os.ErrNotExist) && len(ms) == 1 {
+			return
+		}
+	}
+	t.Errorf("after the iterator closed: %s still there (%v), MANIFESTs %v", stale[0], err, ms)
 }
