@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/internal/manifest"
+	"github.com/shale-db/shale/internal/vfs"
 )
 
 // A writable Open refuses a directory that holds anything a database does
@@ -176,4 +179,81 @@ func TestOpenRefusesMissingTable(t *testing.T) {
 	db = reopen(t, dir, nil)
 	wantGet(t, db, "k0", []byte("v"))
 	wantGet(t, db, "k2", []byte("v"))
+}
+
+// File numbers near 2^64 would wrap the file number counter to zero, and
+// new files would take (and truncate) the numbers of live ones. Open
+// refuses a MANIFEST that records one (damage, naming the field) and a
+// directory that holds a file named with one, and writes nothing.
+func TestOpenRefusesHugeFileNumbers(t *testing.T) {
+	fill := func(t *testing.T) string {
+		dir := t.TempDir()
+		db := reopen(t, dir, nil)
+		for i := range 100 {
+			mustPut(t, db, fmt.Sprintf("old%03d", i), "v")
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	dbFiles := func(dir string) string {
+		var b strings.Builder
+		for _, f := range strings.Fields(dirListing(t, dir)) {
+			if !strings.HasPrefix(f, "LOG") && !strings.HasPrefix(f, "LOCK") {
+				b.WriteString(f + " ")
+			}
+		}
+		return b.String()
+	}
+	t.Run("MANIFEST", func(t *testing.T) {
+		dir := fill(t)
+		vs, err := manifest.Load(vfs.OS(), dir, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _, seq := vs.State()
+		err = manifest.WriteState(vfs.OS(), dir, manifest.DirState{
+			Version: v, LastSequence: seq, ManifestNum: 50, NextFileNumber: math.MaxUint64,
+		})
+		v.Unref()
+		vs.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := dbFiles(dir)
+		db, err := shale.Open(dir, nil)
+		if err == nil {
+			db.Close()
+			t.Fatal("Open of a MANIFEST whose next file number is 2^64-1 succeeded")
+		}
+		if !errors.Is(err, shale.ErrCorruption) || !strings.Contains(err.Error(), "next file number") {
+			t.Errorf("Open = %v; want ErrCorruption naming the next file number", err)
+		}
+		if after := dbFiles(dir); after != before {
+			t.Errorf("the refused Open changed the directory:\n%s\nwant\n%s", after, before)
+		}
+	})
+	t.Run("file name", func(t *testing.T) {
+		dir := fill(t)
+		stray := "MANIFEST-18446744073709551615"
+		if err := os.WriteFile(filepath.Join(dir, stray), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		before := dbFiles(dir)
+		db, err := shale.Open(dir, nil)
+		if err == nil {
+			db.Close()
+			t.Fatalf("Open of a directory holding %s succeeded", stray)
+		}
+		if !strings.Contains(err.Error(), stray) {
+			t.Errorf("Open = %v; want an error naming %s", err, stray)
+		}
+		if after := dbFiles(dir); after != before {
+			t.Errorf("the refused Open changed the directory:\n%s\nwant\n%s", after, before)
+		}
+	})
 }

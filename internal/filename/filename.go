@@ -51,8 +51,14 @@ func Name(t Type, num uint64) string {
 	panic("filename: unknown type")
 }
 
+// MaxNum is the largest file number a database uses: far beyond any count
+// of files, and far enough below 2^64 that the next number never wraps to
+// zero (which would reuse the numbers of live files).
+const MaxNum = 1<<62 - 1
+
 // Parse reports the type and number of a base name. ok is false for names
-// that are not database files (they are left alone).
+// that are not database files (they are left alone), numbers above MaxNum
+// included.
 func Parse(name string) (t Type, num uint64, ok bool) {
 	switch name {
 	case "CURRENT":
@@ -64,14 +70,14 @@ func Parse(name string) (t Type, num uint64, ok bool) {
 	}
 	if rest, found := strings.CutPrefix(name, "MANIFEST-"); found {
 		n, err := strconv.ParseUint(rest, 10, 64)
-		return Manifest, n, err == nil
+		return Manifest, n, err == nil && n <= MaxNum
 	}
 	i := strings.IndexByte(name, '.')
 	if i <= 0 {
 		return 0, 0, false
 	}
 	n, err := strconv.ParseUint(name[:i], 10, 64)
-	if err != nil {
+	if err != nil || n > MaxNum {
 		return 0, 0, false
 	}
 	switch name[i+1:] {

@@ -42,3 +42,15 @@ func TestParseOthers(t *testing.T) {
 		}
 	}
 }
+
+// Numbers above MaxNum are not database files' numbers.
+func TestParseRefusesHugeNumbers(t *testing.T) {
+	for _, name := range []string{"MANIFEST-18446744073709551615", "4611686018427387904.log", "18446744073709551615.ldb", "4611686018427387904.dbtmp"} {
+		if _, _, ok := Parse(name); ok {
+			t.Errorf("Parse(%s) accepted a number above MaxNum", name)
+		}
+	}
+	if typ, num, ok := Parse(Name(Table, MaxNum)); !ok || typ != Table || num != MaxNum {
+		t.Errorf("Parse(%s) = %d, %d, %v", Name(Table, MaxNum), typ, num, ok)
+	}
+}

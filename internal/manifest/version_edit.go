@@ -3,9 +3,11 @@ package manifest
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 
 	"github.com/cockroachdb/errors"
+	"github.com/shale-db/shale/internal/filename"
 	"github.com/shale-db/shale/internal/ikey"
 )
 
@@ -218,11 +220,11 @@ func (d *decoder) field(e *VersionEdit, tag uint64) {
 	case tagComparator:
 		e.SetComparator(string(d.bytes("comparator")))
 	case tagLogNumber:
-		e.SetLogNumber(d.uvarint("log number"))
+		e.SetLogNumber(d.fileNum("log number", filename.MaxNum))
 	case tagPrevLogNumber:
-		e.SetPrevLogNumber(d.uvarint("prev log number"))
+		e.SetPrevLogNumber(d.fileNum("prev log number", filename.MaxNum))
 	case tagNextFileNumber:
-		e.SetNextFileNumber(d.uvarint("next file number"))
+		e.SetNextFileNumber(d.fileNum("next file number", filename.MaxNum+1))
 	case tagLastSequence:
 		e.SetLastSequence(d.uvarint("last sequence"))
 	case tagCompactPointer:
@@ -231,10 +233,10 @@ func (d *decoder) field(e *VersionEdit, tag uint64) {
 		e.SetCompactPointer(level, key)
 	case tagDeletedFile:
 		level := d.level()
-		e.DeleteFile(level, d.uvarint("deleted file number"))
+		e.DeleteFile(level, d.fileNum("deleted file number", filename.MaxNum))
 	case tagNewFile:
 		level := d.level()
-		m := &FileMeta{Num: d.uvarint("new file number")}
+		m := &FileMeta{Num: d.fileNum("new file number", filename.MaxNum)}
 		m.Size = d.size()
 		m.Smallest = d.ikey("smallest key")
 		m.Largest = d.ikey("largest key")
@@ -273,6 +275,18 @@ func (d *decoder) uvarint(what string) uint64 {
 		return 0
 	}
 	d.off += n
+	return v
+}
+
+// fileNum reads a file number, at most limit: a larger one would wrap the
+// file number counter to zero and reuse the numbers of live files.
+func (d *decoder) fileNum(what string, limit uint64) uint64 {
+	at := d.off
+	v := d.uvarint(what)
+	if d.err == nil && v > limit {
+		d.fail(what, at, fmt.Sprintf("%d is above the largest file number, %d", v, uint64(filename.MaxNum)))
+		return 0
+	}
 	return v
 }
 

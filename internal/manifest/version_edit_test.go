@@ -3,10 +3,12 @@ package manifest
 import (
 	"encoding/hex"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/shale-db/shale/internal/filename"
 	"github.com/shale-db/shale/internal/ikey"
 )
 
@@ -64,7 +66,8 @@ func TestEncodeRoundTrip(t *testing.T) {
 		func() *VersionEdit {
 			e := new(VersionEdit)
 			e.SetLastSequence(ikey.MaxSeq)
-			e.SetLogNumber(1 << 63)
+			e.SetLogNumber(filename.MaxNum)
+			e.SetNextFileNumber(filename.MaxNum + 1)
 			for l := 0; l < NumLevels; l++ {
 				e.AddFile(l, meta(uint64(100+l), 1<<40, "\x00\xff#1,PUT", "zz#0,DEL"))
 				e.DeleteFile(l, uint64(l))
@@ -179,5 +182,30 @@ func TestValidate(t *testing.T) {
 	}
 	if err := pinnedEdit().Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A file number above filename.MaxNum is damage: the counter would wrap to
+// zero past it and give live files' numbers to new files, which Create
+// truncates.
+func TestDecodeRefusesHugeFileNumbers(t *testing.T) {
+	const huge = filename.MaxNum + 1
+	for name, e := range map[string]*VersionEdit{
+		"log number":          {LogNumber: huge, HasLogNumber: true},
+		"prev log number":     {PrevLogNumber: huge, HasPrevLogNumber: true},
+		"next file number":    {NextFileNumber: huge + 1, HasNextFileNumber: true},
+		"deleted file number": func() *VersionEdit { e := new(VersionEdit); e.DeleteFile(1, huge); return e }(),
+		"new file number": func() *VersionEdit {
+			e := new(VersionEdit)
+			e.AddFile(1, meta(huge, 10, "a#1,PUT", "b#1,PUT"))
+			return e
+		}(),
+		"max uint64": {NextFileNumber: math.MaxUint64, HasNextFileNumber: true},
+	} {
+		var got VersionEdit
+		err := got.Decode(e.Encode(nil))
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "above the largest file number") || !strings.Contains(err.Error(), "at offset") {
+			t.Errorf("%s: Decode = %v; want ErrCorrupt naming the field and its offset", name, err)
+		}
 	}
 }
