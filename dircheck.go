@@ -75,6 +75,12 @@ const maxMissingNamed = 10
 // read, and a read or compaction that needs it would fail later, at a time
 // no one chose. Repair rebuilds the database from the files present (and
 // reports the table as lost).
+//
+// It also marks the number of every file in the directory used, before
+// Open starts its MANIFEST: a crash in a switch to a new MANIFEST can leave
+// one numbered above what the MANIFEST that CURRENT names has allocated,
+// and Open's must come after it (in number order, which Repair reads them
+// in) and make it obsolete.
 func (db *DB) checkLiveTables() error {
 	names, err := db.fs.List(db.dir)
 	if err != nil {
@@ -82,7 +88,12 @@ func (db *DB) checkLiveTables() error {
 	}
 	present := make(map[uint64]bool, len(names))
 	for _, name := range names {
-		if t, num, ok := filename.Parse(name); ok && t == filename.Table {
+		t, num, ok := filename.Parse(name)
+		if !ok {
+			continue
+		}
+		db.vs.MarkFileNumUsed(num)
+		if t == filename.Table {
 			present[num] = true
 		}
 	}
