@@ -55,14 +55,16 @@ type sweepRun struct {
 const sweepOps = 160
 
 // sweepOptions are the options of the sweep's database: small memtables and
-// tables, so that the workload flushes and compacts on its own too.
+// tables, so that the workload flushes and compacts on its own too, and
+// switches to a new MANIFEST whenever its MANIFEST doubles.
 func sweepOptions(logger *slog.Logger) *Options {
 	return &Options{
-		WriteBufferSize: 6 << 10,
-		TargetFileSize:  8 << 10,
-		BlockSize:       1 << 10,
-		Compression:     NoCompression, // more blocks, more calls to fail
-		Logger:          logger,
+		WriteBufferSize:     6 << 10,
+		TargetFileSize:      8 << 10,
+		BlockSize:           1 << 10,
+		Compression:         NoCompression, // more blocks, more calls to fail
+		MaxManifestFileSize: 1,
+		Logger:              logger,
 	}
 }
 

@@ -108,9 +108,12 @@ func (db *DB) deleteObsoleteFiles() {
 // obsolete files.
 func (db *DB) noteManifestRoll(oldNum, newNum uint64, oldSize int64, err error) {
 	old := filename.Name(filename.Manifest, oldNum)
-	if err != nil {
+	if newNum == 0 {
 		db.opts.Logger.Warn("shale: could not start a new MANIFEST", "manifest", old, "size", oldSize, "err", err)
 		return
+	}
+	if err != nil {
+		db.opts.Logger.Warn("shale: started a new MANIFEST; closing the old one failed", "old", old, "err", err)
 	}
 	db.opts.Logger.Info("shale: started a new MANIFEST", "old", old, "size", oldSize, "new", filename.Name(filename.Manifest, newNum))
 	db.manifestSwitches.Add(1)

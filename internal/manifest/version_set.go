@@ -247,7 +247,9 @@ type RollPolicy struct {
 	MaxSize int64
 	// Rolled, if set, is called (with LogAndApply's lock held) after each
 	// attempt: with the old and new MANIFEST numbers and the old one's
-	// size, or with newNum 0 and the error if the attempt failed.
+	// size, or with newNum 0 and the error if the attempt failed. A switch
+	// that succeeded but could not close the old MANIFEST comes with
+	// newNum and that error.
 	Rolled func(oldNum, newNum uint64, oldSize int64, err error)
 }
 
@@ -287,7 +289,11 @@ func (vs *VersionSet) maybeRoll() {
 	switch {
 	case err == nil:
 		newNum = vs.ManifestNumber()
-		_ = old.Close() // synced after every record: nothing is lost
+		// Synced after every record: a failed close loses nothing, but
+		// is reported with the switch.
+		if cerr := old.Close(); cerr != nil {
+			err = errors.Wrapf(cerr, "manifest: close %s", filename.Name(filename.Manifest, oldNum))
+		}
 	case named:
 		vs.err = errors.Wrapf(err, "manifest: switch from %s to a new MANIFEST", filename.Name(filename.Manifest, oldNum))
 		_ = old.Close()
