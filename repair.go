@@ -257,7 +257,6 @@ func (r *repairer) commit(outputs []*manifest.FileMeta) error {
 		r.rep.Outputs = append(r.rep.Outputs, r.tableName(f.Num))
 	}
 	num := r.newNum()
-	r.rep.Manifest = filename.Name(filename.Manifest, num)
 	err := manifest.WriteState(r.fs, r.dir, manifest.DirState{
 		Version: v, LogNumber: num + 1, LastSequence: r.lastSeq,
 		ManifestNum: num, NextFileNumber: num + 2,
@@ -265,6 +264,7 @@ func (r *repairer) commit(outputs []*manifest.FileMeta) error {
 	if err != nil {
 		return err
 	}
+	r.rep.Manifest = filename.Name(filename.Manifest, num)
 	if err := r.moveToLost(); err != nil {
 		return err
 	}

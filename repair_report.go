@@ -107,7 +107,9 @@ func (r *RepairReport) Lost() bool {
 	return false
 }
 
-// String formats the report: one line per file, then the result.
+// String formats the report: one line per file, then the result. A repair
+// that stopped before it wrote its MANIFEST (Repair returned an error) has
+// no result, and its report says so.
 func (r *RepairReport) String() string {
 	var sb strings.Builder
 	for _, t := range r.Tables {
@@ -146,6 +148,10 @@ func (r *RepairReport) String() string {
 	}
 	for _, name := range r.MovedToLost {
 		fmt.Fprintf(&sb, "moved %s to lost/\n", name)
+	}
+	if r.Manifest == "" {
+		sb.WriteString("no result: the repair stopped before it wrote a MANIFEST\n")
+		return sb.String()
 	}
 	verb := "kept as they were"
 	if r.Rewritten {

@@ -559,3 +559,14 @@ func TestRepairSkipsHeldTableAcrossManifestSwitch(t *testing.T) {
 	}
 	t.Errorf("after the iterator closed: %s still there (%v), MANIFESTs %v", stale[0], err, ms)
 }
+
+// The report of a repair that stopped before its MANIFEST claims no result.
+func TestRepairReportOfRefusedRepair(t *testing.T) {
+	rep, err := shale.Repair(t.TempDir(), nil)
+	if err == nil {
+		t.Fatal("Repair of an empty directory succeeded")
+	}
+	if s := rep.String(); strings.Contains(s, "nothing was lost") || !strings.Contains(s, "no result") {
+		t.Errorf("report of a refused repair: %q", s)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,12 +136,35 @@ func listDir(dir string) ([]string, error) {
 	return names, nil
 }
 
+// maxCurrentLen is the longest CURRENT check reads: "MANIFEST-" and a
+// number of up to 20 digits and a newline fit with room to spare.
+const maxCurrentLen = 256
+
+// readHead returns the first limit bytes of the file at path and its size.
+func readHead(path string, limit int) ([]byte, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)))
+	return b, max(st.Size(), int64(len(b))), err
+}
+
 // checkCurrent reads CURRENT and returns the MANIFEST it names.
 func (ck *checker) checkCurrent() (string, bool) {
 	ck.files++
-	b, err := os.ReadFile(filepath.Join(ck.dir, "CURRENT"))
+	b, size, err := readHead(filepath.Join(ck.dir, "CURRENT"), maxCurrentLen)
 	if err != nil {
 		ck.damage("CURRENT", 0, "cannot be read: %v", err)
+		return "", false
+	}
+	if size > maxCurrentLen {
+		ck.damage("CURRENT", maxCurrentLen, "is %d bytes long, beginning %q: it names a MANIFEST in one short line", size, b[:min(len(b), 64)])
 		return "", false
 	}
 	name, found := strings.CutSuffix(string(b), "\n")

@@ -35,6 +35,8 @@ func runGet(e *env, c *command, args []string) (err error) {
 	defer closeDB(db, &err)
 	v, err := db.Get(key)
 	switch {
+	case errors.Is(err, shale.ErrNotFound) && len(key) == 0:
+		return notFound("the empty key: not found")
 	case errors.Is(err, shale.ErrNotFound):
 		return notFound(e.show(key) + ": not found")
 	case err != nil:

@@ -48,7 +48,10 @@ func runRepair(e *env, c *command, args []string) error {
 		return err
 	}
 	rep, err := shale.Repair(dir, nil)
-	fmt.Fprint(e.stdout, rep.String())
+	// A repair refused before it looked at any file has nothing to report.
+	if err == nil || len(rep.Tables)+len(rep.Logs)+len(rep.Obsolete)+len(rep.Missing)+len(rep.MovedToLost) > 0 {
+		fmt.Fprint(e.stdout, rep.String())
+	}
 	if err != nil {
 		return failure(err)
 	}
