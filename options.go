@@ -126,9 +126,11 @@ type Options struct {
 	// its MANIFEST (a record of every flush and compaction, replayed by
 	// the next Open) with a new one holding only the current state, so
 	// that a database that stays open for months neither grows it without
-	// end nor makes its next Open replay it all. Open always starts a new
-	// MANIFEST. Default DefaultMaxManifestFileSize; a negative value never
-	// replaces it while the database is open, as LevelDB does.
+	// end nor makes its next Open replay it all. The limit is at least
+	// twice the size of the state a new MANIFEST starts with (a database
+	// of many tables has a larger one). Open always starts a new MANIFEST.
+	// Default DefaultMaxManifestFileSize; a negative value never replaces
+	// it while the database is open, as LevelDB does.
 	MaxManifestFileSize int64
 	// MaxConcurrentCompactions bounds the compactions that run at once
 	// (a flush runs beside them in any case). Default: 1 on a machine with
