@@ -142,6 +142,12 @@ const maxCurrentLen = 256
 
 // readHead returns the first limit bytes of the file at path and its size.
 func readHead(path string, limit int) ([]byte, int64, error) {
+	// Not opened unless regular: opening a FIFO waits for a writer.
+	if fi, err := os.Stat(path); err != nil {
+		return nil, 0, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s is not a regular file (%v)", filepath.Base(path), fi.Mode().Type())
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, err

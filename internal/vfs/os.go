@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"errors"
 	"io"
 	"os"
 	"syscall"
@@ -45,13 +46,32 @@ func (osFS) Create(name string) (File, error) {
 }
 
 // Open opens name read-only.
+//
+// Open refuses anything but a regular file (a FIFO, a device, a directory)
+// with an error wrapping ErrNotRegular: the engine reads only its own
+// files, and a FIFO in their place would otherwise block the open, and
+// with it Open or Repair, until something writes to it. The file is opened
+// without blocking (O_NONBLOCK, which regular files ignore), then checked.
 func (osFS) Open(name string) (File, error) {
-	f, err := os.Open(name)
+	f, err := os.OpenFile(name, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
 		return nil, err
 	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, &os.PathError{Op: "open", Path: name, Err: ErrNotRegular}
+	}
 	return &osFile{File: f}, nil
 }
+
+// ErrNotRegular is the error of an Open of something other than a regular
+// file.
+var ErrNotRegular = errors.New("not a regular file")
 
 // OpenDir opens the directory name; it fails if name is not a directory.
 func (osFS) OpenDir(name string) (File, error) {

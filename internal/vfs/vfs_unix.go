@@ -29,3 +29,6 @@ func ignoringEINTR(fn func() error) error {
 		}
 	}
 }
+
+// openNonblock keeps an open of a FIFO from waiting for a writer.
+const openNonblock = syscall.O_NONBLOCK

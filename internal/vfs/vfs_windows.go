@@ -56,3 +56,6 @@ func syncFile(f *os.File) error { return f.Sync() }
 // syncDir does nothing: Windows offers no way to flush a directory's
 // entries, and NTFS journals them itself.
 func syncDir(f *os.File) error { return nil }
+
+// openNonblock is 0: Windows has no FIFOs to wait on.
+const openNonblock = 0
