@@ -87,15 +87,27 @@ func (db *DB) checkLiveTables() error {
 		return errors.Wrap(err, "shale: list database directory")
 	}
 	present := make(map[uint64]bool, len(names))
+	var highest uint64
+	highestName := filename.Name(filename.Manifest, db.vs.ManifestNumber())
 	for _, name := range names {
 		t, num, ok := filename.Parse(name)
 		if !ok {
 			continue
 		}
+		if num >= highest {
+			highest, highestName = num, name
+		}
 		db.vs.MarkFileNumUsed(num)
 		if t == filename.Table {
 			present[num] = true
 		}
+	}
+	// A database within 2^32 numbers of the largest a file name holds (a
+	// damaged or crafted MANIFEST or file name: files are not made at that
+	// rate) is refused for writing, not written into names no Open reads.
+	if next := db.vs.PeekFileNum(); next > filename.MaxStartNum+1 && !db.opts.ReadOnly {
+		return errors.Wrapf(ErrCorruption, "shale: the file numbers of %s are used up: the next is %d, above %d (the highest file is %s); it opens read-only",
+			db.dir, next, uint64(filename.MaxStartNum)+1, highestName)
 	}
 	v := db.vs.Current()
 	defer v.Unref()

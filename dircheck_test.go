@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/internal/filename"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/vfs"
 )
@@ -209,33 +210,102 @@ func TestOpenRefusesHugeFileNumbers(t *testing.T) {
 		}
 		return b.String()
 	}
-	t.Run("MANIFEST", func(t *testing.T) {
-		dir := fill(t)
+	setNext := func(t *testing.T, dir string, next uint64) {
 		vs, err := manifest.Load(vfs.OS(), dir, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		v, _, seq := vs.State()
 		err = manifest.WriteState(vfs.OS(), dir, manifest.DirState{
-			Version: v, LastSequence: seq, ManifestNum: 50, NextFileNumber: math.MaxUint64,
+			Version: v, LastSequence: seq, ManifestNum: 50, NextFileNumber: next,
 		})
 		v.Unref()
 		vs.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Read-only, the database opens and reads.
+	readOnly := func(t *testing.T, dir string) {
+		t.Helper()
+		db, err := shale.Open(dir, &shale.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatalf("read-only Open: %v", err)
+		}
+		wantGet(t, db, "old000", []byte("v"))
+		db.Close()
+	}
+	for _, next := range []uint64{math.MaxUint64, filename.MaxNum + 2} {
+		t.Run(fmt.Sprintf("MANIFEST next %d", next), func(t *testing.T) {
+			dir := fill(t)
+			setNext(t, dir, next)
+			before := dbFiles(dir)
+			db, err := shale.Open(dir, nil)
+			if err == nil {
+				db.Close()
+				t.Fatalf("Open of a MANIFEST whose next file number is %d succeeded", next)
+			}
+			if !errors.Is(err, shale.ErrCorruption) || !strings.Contains(err.Error(), "next file number") {
+				t.Errorf("Open = %v; want ErrCorruption naming the next file number", err)
+			}
+			if after := dbFiles(dir); after != before {
+				t.Errorf("the refused Open changed the directory:\n%s\nwant\n%s", after, before)
+			}
+		})
+	}
+	// A database whose file numbers reach the last 2^32 (filename.MaxStartNum)
+	// opens to be written until they pass it; then it opens read-only only,
+	// with an error that says why, and nothing changes.
+	t.Run("numbers used up", func(t *testing.T) {
+		dir := fill(t)
+		setNext(t, dir, filename.MaxStartNum+1)
+		db := reopen(t, dir, nil)
+		mustPut(t, db, "new", "v")
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
 		before := dbFiles(dir)
 		db, err := shale.Open(dir, nil)
 		if err == nil {
 			db.Close()
-			t.Fatal("Open of a MANIFEST whose next file number is 2^64-1 succeeded")
+			t.Fatal("writable Open past the last file numbers succeeded")
 		}
-		if !errors.Is(err, shale.ErrCorruption) || !strings.Contains(err.Error(), "next file number") {
-			t.Errorf("Open = %v; want ErrCorruption naming the next file number", err)
+		if !errors.Is(err, shale.ErrCorruption) || !strings.Contains(err.Error(), "used up") {
+			t.Errorf("Open = %v; want ErrCorruption saying the numbers are used up", err)
 		}
 		if after := dbFiles(dir); after != before {
 			t.Errorf("the refused Open changed the directory:\n%s\nwant\n%s", after, before)
 		}
+		readOnly(t, dir)
+	})
+	// A file numbered between the limit and MaxNum is a database file's
+	// name, but one that leaves no room: Open and Repair refuse it, naming
+	// it, and change nothing.
+	t.Run("file above the limit", func(t *testing.T) {
+		dir := fill(t)
+		stray := fmt.Sprintf("%d.dbtmp", uint64(filename.MaxNum))
+		if err := os.WriteFile(filepath.Join(dir, stray), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		before := dbFiles(dir)
+		db, err := shale.Open(dir, nil)
+		if err == nil {
+			db.Close()
+			t.Fatalf("Open of a directory holding %s succeeded", stray)
+		}
+		if !strings.Contains(err.Error(), stray) {
+			t.Errorf("Open = %v; want an error naming %s", err, stray)
+		}
+		if _, err := shale.Repair(dir, nil); err == nil || !strings.Contains(err.Error(), stray) {
+			t.Errorf("Repair = %v; want an error naming %s", err, stray)
+		}
+		if after := dbFiles(dir); after != before {
+			t.Errorf("the refused Open and Repair changed the directory:\n%s\nwant\n%s", after, before)
+		}
+		readOnly(t, dir)
 	})
 	t.Run("file name", func(t *testing.T) {
 		dir := fill(t)

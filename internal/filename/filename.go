@@ -56,6 +56,12 @@ func Name(t Type, num uint64) string {
 // zero (which would reuse the numbers of live files).
 const MaxNum = 1<<62 - 1
 
+// MaxStartNum is the largest file number a database may hold when it is
+// opened to be written: the 2^32 numbers above it are the room it
+// allocates new files in, so that every file it names stays within MaxNum
+// and parses back. Past it, a database opens read-only only.
+const MaxStartNum = MaxNum - 1<<32
+
 // Parse reports the type and number of a base name. ok is false for names
 // that are not database files (they are left alone), numbers above MaxNum
 // included.

@@ -278,13 +278,15 @@ func (d *decoder) uvarint(what string) uint64 {
 	return v
 }
 
-// fileNum reads a file number, at most limit: a larger one would wrap the
-// file number counter to zero and reuse the numbers of live files.
+// fileNum reads a file number, at most limit (filename.MaxNum, or one
+// above it for the next file number): past it, files would have numbers
+// that filename.Parse does not read back, and past 2^64 the counter would
+// wrap to zero and reuse the numbers of live files.
 func (d *decoder) fileNum(what string, limit uint64) uint64 {
 	at := d.off
 	v := d.uvarint(what)
 	if d.err == nil && v > limit {
-		d.fail(what, at, fmt.Sprintf("%d is above the largest file number, %d", v, uint64(filename.MaxNum)))
+		d.fail(what, at, fmt.Sprintf("%d is above the largest file number, %d", v, limit))
 		return 0
 	}
 	return v

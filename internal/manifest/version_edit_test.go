@@ -185,9 +185,9 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// A file number above filename.MaxNum is damage: the counter would wrap to
-// zero past it and give live files' numbers to new files, which Create
-// truncates.
+// A file number above filename.MaxNum is damage: no reader parses such a
+// file's name back, and past 2^64 the counter would wrap to zero and give
+// live files' numbers to new files, which Create truncates.
 func TestDecodeRefusesHugeFileNumbers(t *testing.T) {
 	const huge = filename.MaxNum + 1
 	for name, e := range map[string]*VersionEdit{

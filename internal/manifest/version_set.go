@@ -438,6 +438,9 @@ func (vs *VersionSet) LiveFiles() map[uint64]struct{} {
 // recorded in its MANIFEST. Atomic.
 func (vs *VersionSet) NewFileNum() uint64 { return vs.nextFileNum.Add(1) - 1 }
 
+// PeekFileNum returns the number NewFileNum would return now. Atomic.
+func (vs *VersionSet) PeekFileNum() uint64 { return vs.nextFileNum.Load() }
+
 // MarkFileNumUsed makes sure NewFileNum never returns n or less (for example
 // for WAL numbers found on disk). Atomic.
 func (vs *VersionSet) MarkFileNumUsed(n uint64) {
