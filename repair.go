@@ -100,6 +100,10 @@ func (r *repairer) run() error {
 		if !ok {
 			continue
 		}
+		if num > filename.MaxStartNum {
+			return errors.Newf("repair: %s is numbered above %d, the largest file number a database opens with; move it out of %s first",
+				name, uint64(filename.MaxStartNum), r.dir)
+		}
 		r.next = max(r.next, num+1)
 		switch t {
 		case filename.Table:

@@ -142,13 +142,7 @@ const maxCurrentLen = 256
 
 // readHead returns the first limit bytes of the file at path and its size.
 func readHead(path string, limit int) ([]byte, int64, error) {
-	// Not opened unless regular: opening a FIFO waits for a writer.
-	if fi, err := os.Stat(path); err != nil {
-		return nil, 0, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, 0, fmt.Errorf("%s is not a regular file (%v)", filepath.Base(path), fi.Mode().Type())
-	}
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -159,6 +153,18 @@ func readHead(path string, limit int) ([]byte, int64, error) {
 	}
 	b, err := io.ReadAll(io.LimitReader(f, int64(limit)))
 	return b, max(st.Size(), int64(len(b))), err
+}
+
+// openRegular opens the file at path for reading if it is a regular file.
+// Anything else is an error, and is not opened: opening a FIFO waits for a
+// writer.
+func openRegular(path string) (*os.File, error) {
+	if fi, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%v)", filepath.Base(path), fi.Mode().Type())
+	}
+	return os.Open(path)
 }
 
 // checkCurrent reads CURRENT and returns the MANIFEST it names.

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -22,7 +21,7 @@ type logRecord func(rec []byte, off int64)
 // torn tail is passed to torn. It returns the number of records, or -1 if
 // the file cannot be read.
 func (ck *checker) readLog(name string, fn logRecord, torn func(wal.Drop)) int {
-	f, err := os.Open(filepath.Join(ck.dir, name))
+	f, err := openRegular(filepath.Join(ck.dir, name))
 	if err != nil {
 		ck.damageErr(name, err)
 		return -1

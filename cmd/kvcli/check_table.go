@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -59,7 +58,7 @@ func (ck *checker) checkTables(names []string, nums []uint64, vs *versionState) 
 // it, nil if it does not list it.
 func (ck *checker) checkTable(name string, meta *liveTable, vs *versionState) {
 	path := filepath.Join(ck.dir, name)
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		ck.damageErr(name, err)
 		return
