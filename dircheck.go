@@ -70,18 +70,22 @@ func isNumber(s string) bool {
 // maxMissingNamed bounds the table names a missing-tables error lists.
 const maxMissingNamed = 10
 
-// checkLiveTables refuses a database whose MANIFEST names a table that is
-// not in the directory, as LevelDB and goleveldb do: its entries cannot be
-// read, and a read or compaction that needs it would fail later, at a time
-// no one chose. Repair rebuilds the database from the files present (and
-// reports the table as lost).
+// checkFilesAgainstManifest compares the directory with the MANIFEST Open
+// loaded, before Open starts its own.
 //
-// It also marks the number of every file in the directory used, before
-// Open starts its MANIFEST: a crash in a switch to a new MANIFEST can leave
-// one numbered above what the MANIFEST that CURRENT names has allocated,
-// and Open's must come after it (in number order, which Repair reads them
-// in) and make it obsolete.
-func (db *DB) checkLiveTables() error {
+// It refuses a database whose MANIFEST names a table that is not in the
+// directory, as LevelDB and goleveldb do: its entries cannot be read, and a
+// read or compaction that needs it would fail later, at a time no one
+// chose. Repair rebuilds the database from the files present (and reports
+// the table as lost).
+//
+// It marks the number of every file in the directory used: a crash in a
+// switch to a new MANIFEST can leave one numbered above what the MANIFEST
+// that CURRENT names has allocated, and Open's must come after it (in
+// number order, which Repair reads them in) and make it obsolete. A
+// database whose numbers are then within 2^32 of the largest is refused
+// for writing.
+func (db *DB) checkFilesAgainstManifest() error {
 	names, err := db.fs.List(db.dir)
 	if err != nil {
 		return errors.Wrap(err, "shale: list database directory")

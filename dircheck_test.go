@@ -120,6 +120,42 @@ func TestLogWithoutRecordsMovesToLost(t *testing.T) {
 	}
 }
 
+// dbFiles lists dir as dirListing does, less LOG, LOG.old and LOCK, which a
+// writable Open touches even when it refuses the database.
+func dbFiles(t testing.TB, dir string) string {
+	var b strings.Builder
+	for _, f := range strings.Fields(dirListing(t, dir)) {
+		if !strings.HasPrefix(f, "LOG") && !strings.HasPrefix(f, "LOCK") {
+			b.WriteString(f + " ")
+		}
+	}
+	return b.String()
+}
+
+// wantRefused opens dir with opts and wants an error that contains every
+// one of parts (and matches ErrCorruption if corrupt), with the database's
+// files left as they were.
+func wantRefused(t *testing.T, dir string, opts *shale.Options, corrupt bool, parts ...string) {
+	t.Helper()
+	before := dbFiles(t, dir)
+	db, err := shale.Open(dir, opts)
+	if err == nil {
+		db.Close()
+		t.Fatalf("Open(%s) succeeded; want an error naming %q", dir, parts)
+	}
+	if corrupt && !errors.Is(err, shale.ErrCorruption) {
+		t.Errorf("Open = %v; want ErrCorruption", err)
+	}
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Errorf("Open = %v; want an error naming %q", err, p)
+		}
+	}
+	if after := dbFiles(t, dir); after != before {
+		t.Errorf("the refused Open changed the directory:\n%s\nwant\n%s", after, before)
+	}
+}
+
 // Open refuses, in every recovery mode and read-only, a database whose
 // MANIFEST names a table that is gone, as LevelDB does: it names the table
 // and points to Repair, and changes nothing. Repair then brings the rest
@@ -145,33 +181,10 @@ func TestOpenRefusesMissingTable(t *testing.T) {
 	}
 	victim := tables[1]
 	rm(t, filepath.Join(dir, victim))
-	// The info log rotates at every writable Open; the database's own files
-	// must not change.
-	dbFiles := func() string {
-		var b strings.Builder
-		for _, f := range strings.Fields(dirListing(t, dir)) {
-			if !strings.HasPrefix(f, "LOG") && !strings.HasPrefix(f, "LOCK") {
-				b.WriteString(f + " ")
-			}
-		}
-		return b.String()
-	}
-	before := dbFiles()
-	for name, o := range map[string]shale.Options{
-		"Strict": {Recovery: shale.Strict}, "SkipCorrupt": {Recovery: shale.SkipCorrupt},
-		"PointInTime": {Recovery: shale.PointInTime}, "ReadOnly": {ReadOnly: true},
+	for _, o := range []shale.Options{
+		{Recovery: shale.Strict}, {Recovery: shale.SkipCorrupt}, {Recovery: shale.PointInTime}, {ReadOnly: true},
 	} {
-		db, err := shale.Open(dir, &o)
-		if err == nil {
-			db.Close()
-			t.Fatalf("%s Open of a database missing %s succeeded", name, victim)
-		}
-		if !errors.Is(err, shale.ErrCorruption) || !strings.Contains(err.Error(), victim) || !strings.Contains(err.Error(), "Repair") {
-			t.Errorf("%s Open = %v; want ErrCorruption naming %s and Repair", name, err, victim)
-		}
-	}
-	if after := dbFiles(); after != before {
-		t.Errorf("a refused Open changed the directory:\n%s\nwant\n%s", after, before)
+		wantRefused(t, dir, &o, true, victim, "Repair")
 	}
 	rep := repairOK(t, dir)
 	if len(rep.Missing) != 1 || rep.Missing[0] != victim {
@@ -200,15 +213,6 @@ func TestOpenRefusesHugeFileNumbers(t *testing.T) {
 			t.Fatal(err)
 		}
 		return dir
-	}
-	dbFiles := func(dir string) string {
-		var b strings.Builder
-		for _, f := range strings.Fields(dirListing(t, dir)) {
-			if !strings.HasPrefix(f, "LOG") && !strings.HasPrefix(f, "LOCK") {
-				b.WriteString(f + " ")
-			}
-		}
-		return b.String()
 	}
 	setNext := func(t *testing.T, dir string, next uint64) {
 		vs, err := manifest.Load(vfs.OS(), dir, true)
@@ -239,18 +243,7 @@ func TestOpenRefusesHugeFileNumbers(t *testing.T) {
 		t.Run(fmt.Sprintf("MANIFEST next %d", next), func(t *testing.T) {
 			dir := fill(t)
 			setNext(t, dir, next)
-			before := dbFiles(dir)
-			db, err := shale.Open(dir, nil)
-			if err == nil {
-				db.Close()
-				t.Fatalf("Open of a MANIFEST whose next file number is %d succeeded", next)
-			}
-			if !errors.Is(err, shale.ErrCorruption) || !strings.Contains(err.Error(), "next file number") {
-				t.Errorf("Open = %v; want ErrCorruption naming the next file number", err)
-			}
-			if after := dbFiles(dir); after != before {
-				t.Errorf("the refused Open changed the directory:\n%s\nwant\n%s", after, before)
-			}
+			wantRefused(t, dir, nil, true, "next file number")
 		})
 	}
 	// A database whose file numbers reach the last 2^32 (filename.MaxStartNum)
@@ -267,18 +260,7 @@ func TestOpenRefusesHugeFileNumbers(t *testing.T) {
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
-		before := dbFiles(dir)
-		db, err := shale.Open(dir, nil)
-		if err == nil {
-			db.Close()
-			t.Fatal("writable Open past the last file numbers succeeded")
-		}
-		if !errors.Is(err, shale.ErrCorruption) || !strings.Contains(err.Error(), "used up") {
-			t.Errorf("Open = %v; want ErrCorruption saying the numbers are used up", err)
-		}
-		if after := dbFiles(dir); after != before {
-			t.Errorf("the refused Open changed the directory:\n%s\nwant\n%s", after, before)
-		}
+		wantRefused(t, dir, nil, true, "used up")
 		readOnly(t, dir)
 	})
 	// A file numbered between the limit and MaxNum is a database file's
@@ -290,20 +272,13 @@ func TestOpenRefusesHugeFileNumbers(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, stray), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		before := dbFiles(dir)
-		db, err := shale.Open(dir, nil)
-		if err == nil {
-			db.Close()
-			t.Fatalf("Open of a directory holding %s succeeded", stray)
-		}
-		if !strings.Contains(err.Error(), stray) {
-			t.Errorf("Open = %v; want an error naming %s", err, stray)
-		}
+		wantRefused(t, dir, nil, false, stray)
+		before := dbFiles(t, dir)
 		if _, err := shale.Repair(dir, nil); err == nil || !strings.Contains(err.Error(), stray) {
 			t.Errorf("Repair = %v; want an error naming %s", err, stray)
 		}
-		if after := dbFiles(dir); after != before {
-			t.Errorf("the refused Open and Repair changed the directory:\n%s\nwant\n%s", after, before)
+		if after := dbFiles(t, dir); after != before {
+			t.Errorf("the refused Repair changed the directory:\n%s\nwant\n%s", after, before)
 		}
 		readOnly(t, dir)
 	})
@@ -313,17 +288,6 @@ func TestOpenRefusesHugeFileNumbers(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, stray), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		before := dbFiles(dir)
-		db, err := shale.Open(dir, nil)
-		if err == nil {
-			db.Close()
-			t.Fatalf("Open of a directory holding %s succeeded", stray)
-		}
-		if !strings.Contains(err.Error(), stray) {
-			t.Errorf("Open = %v; want an error naming %s", err, stray)
-		}
-		if after := dbFiles(dir); after != before {
-			t.Errorf("the refused Open changed the directory:\n%s\nwant\n%s", after, before)
-		}
+		wantRefused(t, dir, nil, false, stray)
 	})
 }

@@ -1,10 +1,7 @@
 package shale
 
 import (
-	"cmp"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/shale-db/shale/internal/filename"
 )
@@ -58,43 +55,49 @@ func (db *DB) deleteObsoleteFiles() {
 	// crash, that the table is stale (its versions older than those its
 	// compaction wrote with sequence number zero).
 	keepManifests := len(held) > 0
-	slices.SortStableFunc(names, func(a, b string) int {
-		return cmp.Compare(isManifestName(a), isManifestName(b))
-	})
+	var manifests []string
 	logNum, prevLogNum, manifestNum := db.vs.LogNumber(), db.vs.PrevLogNumber(), db.vs.ManifestNumber()
 	removed := false
+	remove := func(name string) bool {
+		if err := db.fs.Remove(filepath.Join(db.dir, name)); err != nil {
+			db.opts.Logger.Warn("shale: remove obsolete file", "file", name, "err", err)
+			return false
+		}
+		removed = true
+		return true
+	}
 	for _, name := range names {
 		t, num, ok := filename.Parse(name)
 		if !ok {
 			continue
 		}
-		var obsolete bool
 		switch t {
 		case filename.Log:
-			obsolete = num < logNum && num != prevLogNum
+			if num < logNum && num != prevLogNum {
+				remove(name)
+			}
 		case filename.Table:
-			_, isLive := live[num]
-			obsolete = !isLive
+			if _, isLive := live[num]; !isLive {
+				db.tables.Evict(num)
+				keepManifests = !remove(name) || keepManifests
+			}
 		case filename.Manifest:
-			obsolete = num < manifestNum && !keepManifests
+			if num < manifestNum {
+				manifests = append(manifests, name)
+			}
 		case filename.Temp:
 			// CURRENT's temporary file, named for the MANIFEST it will
 			// name: one above the current MANIFEST may be a switch
 			// under way (Options.MaxManifestFileSize).
-			obsolete = num < manifestNum
+			if num < manifestNum {
+				remove(name)
+			}
 		}
-		if !obsolete {
-			continue
+	}
+	if !keepManifests {
+		for _, name := range manifests {
+			remove(name)
 		}
-		if t == filename.Table {
-			db.tables.Evict(num)
-		}
-		if err := db.fs.Remove(filepath.Join(db.dir, name)); err != nil {
-			db.opts.Logger.Warn("shale: remove obsolete file", "file", name, "err", err)
-			keepManifests = keepManifests || t == filename.Table
-			continue
-		}
-		removed = true
 	}
 	if removed {
 		if err := db.syncDir(); err != nil {
@@ -117,13 +120,4 @@ func (db *DB) noteManifestRoll(oldNum, newNum uint64, oldSize int64, err error) 
 	}
 	db.opts.Logger.Info("shale: started a new MANIFEST", "old", old, "size", oldSize, "new", filename.Name(filename.Manifest, newNum))
 	db.manifestSwitches.Add(1)
-}
-
-// isManifestName is 1 for a MANIFEST's name, else 0: the sort key that puts
-// MANIFESTs after every other file in deleteObsoleteFiles.
-func isManifestName(name string) int {
-	if strings.HasPrefix(name, "MANIFEST-") {
-		return 1
-	}
-	return 0
 }

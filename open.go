@@ -143,7 +143,7 @@ func (db *DB) loadVersions() error {
 		if db.vs, err = manifest.Load(db.fs, db.dir, true); err != nil {
 			break
 		}
-		if err = db.checkLiveTables(); err == nil && !db.opts.ReadOnly {
+		if err = db.checkFilesAgainstManifest(); err == nil && !db.opts.ReadOnly {
 			err = db.vs.StartWriting()
 		}
 	case stderrors.Is(err, fs.ErrNotExist) && !db.opts.ReadOnly:
