@@ -184,6 +184,7 @@ func (db *DB) commitGroup(group []*writer) ([]*writer, error) {
 		if err := db.syncLog(log); err != nil {
 			return group, db.setBackgroundError(err)
 		}
+		db.walSyncs.Add(1)
 	}
 	db.visibleSeq.Store(db.commit.lastSeq)
 	db.writeGroups.Add(1)
@@ -240,6 +241,7 @@ func (db *DB) logGroup(log *logFile, group []*writer) (repr []byte, seq uint64, 
 		return nil, 0, db.setBackgroundError(err)
 	}
 	db.walBytes.Add(int64(len(repr)))
+	db.walRecords.Add(1)
 	return repr, seq, nil
 }
 

@@ -117,6 +117,9 @@ type DB struct {
 	idleArmed   atomic.Bool
 	// walBytes counts the batch bytes written to WALs since Open.
 	walBytes atomic.Int64
+	// walRecords and walSyncs count the WAL records commit groups wrote
+	// and the syncs Sync writes made since Open.
+	walRecords, walSyncs atomic.Int64
 	// manifestSwitches counts the MANIFESTs replaced since Open.
 	manifestSwitches atomic.Int64
 	// deleteMu serializes deleteObsoleteFiles.

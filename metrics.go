@@ -56,6 +56,12 @@ type Metrics struct {
 	CompactionsRunning int
 	// WALBytes is what the write-ahead logs received since Open.
 	WALBytes int64
+	// WALRecords counts the records written to the write-ahead logs since
+	// Open: one a commit group, however many writers' batches it holds.
+	// WALSyncs counts the syncs of a log that Sync writes asked for. With
+	// many concurrent Sync writers, WALRecords and WALSyncs well below
+	// their writes show group commit at work.
+	WALRecords, WALSyncs int64
 	// WriteAmp is (WALBytes + FlushBytes + CompactionBytesOut) / WALBytes:
 	// the bytes written to disk per byte written by the user, in the
 	// engine's files (0 before any write).
@@ -160,6 +166,7 @@ func (db *DB) Metrics() Metrics {
 	m.BlockCache.Hits, m.BlockCache.Misses = cm.Hits, cm.Misses
 	m.BlockCache.Bytes, m.BlockCache.Capacity = cm.Size, db.opts.CacheSize
 	m.WALBytes = db.walBytes.Load()
+	m.WALRecords, m.WALSyncs = db.walRecords.Load(), db.walSyncs.Load()
 	m.ManifestSize, m.ManifestSwitches = db.vs.ManifestSize(), db.manifestSwitches.Load()
 
 	db.mu.Lock()
@@ -219,7 +226,7 @@ func (m Metrics) String() string {
 	fmt.Fprintf(&b, "compactions: %d default, %d move, %d tombstone, %d manual; %d running; %s in, %s out\n",
 		m.Compactions.Default, m.Compactions.Move, m.Compactions.Tombstone, m.Compactions.Manual,
 		m.CompactionsRunning, humanBytes(m.CompactionBytesIn), humanBytes(m.CompactionBytesOut))
-	fmt.Fprintf(&b, "write amplification: %.2f (WAL %s)\n", m.WriteAmp, humanBytes(m.WALBytes))
+	fmt.Fprintf(&b, "write amplification: %.2f (WAL %s in %d records, %d synced)\n", m.WriteAmp, humanBytes(m.WALBytes), m.WALRecords, m.WALSyncs)
 	fmt.Fprintf(&b, "stalls: slowdown %d (%v), memtable full %d (%v), level 0 full %d (%v)\n",
 		m.Stalls.Slowdown.Count, m.Stalls.Slowdown.Duration.Round(time.Millisecond),
 		m.Stalls.MemtableFull.Count, m.Stalls.MemtableFull.Duration.Round(time.Millisecond),
