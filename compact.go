@@ -251,7 +251,7 @@ func (db *DB) compactionIters(inputs []compactInput, files []*manifest.FileMeta)
 func (db *DB) openScanTable(f *manifest.FileMeta) (iterator.Iterator, error) {
 	it, err := db.tables.NewScanIter(f.Num, f.Size)
 	if err != nil {
-		return nil, tableOpenError(f, err)
+		return nil, db.tableOpenError(f, err)
 	}
 	return it, nil
 }

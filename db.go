@@ -241,8 +241,11 @@ func (db *DB) Recovery() RecoveryReport { return db.recovery }
 // acknowledged by a write is already in the write-ahead log, so Close does
 // not need to flush the memtable. Using the DB after Close returns
 // ErrClosed; a second Close returns ErrClosed. Iterators still open keep
-// reading the tables they hold until they are closed. If background work
-// had failed (writes were then refused), Close returns that error too.
+// reading the tables they hold until they are closed; but once the
+// directory is opened again, the new DB may delete tables that
+// compactions replaced under such an iterator, which then stops with
+// ErrClosed. If background work had failed (writes were then refused),
+// Close returns that error too.
 func (db *DB) Close() error {
 	db.mu.Lock()
 	if db.mu.closed {

@@ -2,6 +2,8 @@ package shale
 
 import (
 	"bytes"
+	stderrors "errors"
+	"io/fs"
 	"iter"
 
 	"github.com/shale-db/shale/internal/dbiter"
@@ -105,7 +107,19 @@ func (it *Iterator) Err() error {
 	if it.closed {
 		return ErrClosed
 	}
-	return markCorruption(it.it.Err())
+	return it.readError(it.it.Err())
+}
+
+// readError is err as the user sees it: marked as corruption if it is
+// damage, and ErrClosed if the iterator, left open across Close, found a
+// table it reads (one the table cache had closed, see tablecache.tableFile)
+// gone from disk (see DB.closedTableError).
+func (it *Iterator) readError(err error) error {
+	if err != nil && it.alloc != nil && it.alloc.db.closing.Load() &&
+		stderrors.Is(err, fs.ErrNotExist) && !stderrors.Is(err, ErrClosed) {
+		return it.alloc.db.closedTableError(err)
+	}
+	return markCorruption(err)
 }
 
 // Close releases the iterator and returns the error that stopped the
@@ -116,7 +130,7 @@ func (it *Iterator) Close() error {
 		return it.err
 	}
 	it.closed = true
-	err := markCorruption(it.it.Close())
+	err := it.readError(it.it.Close())
 	if a := it.alloc; a != nil {
 		it.it, it.alloc = nil, nil
 		a.free()

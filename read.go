@@ -146,7 +146,7 @@ func (db *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
 func (db *DB) getFromTable(f *manifest.FileMeta, key []byte, seq uint64) (v []byte, done bool, err error) {
 	r, ref, err := db.tables.Acquire(f.Num, f.Size)
 	if err != nil {
-		return nil, true, tableOpenError(f, err)
+		return nil, true, db.tableOpenError(f, err)
 	}
 	defer ref.Release()
 	val, kind, found, err := r.Get(key, seq, nil)
@@ -283,18 +283,34 @@ func (db *DB) openTable(f *manifest.FileMeta) (iterator.Iterator, error) {
 func (db *DB) openTableIn(f *manifest.FileMeta, g *sstable.ScanGroup) (iterator.Iterator, error) {
 	it, err := db.tables.NewIterIn(f.Num, f.Size, g)
 	if err != nil {
-		return nil, tableOpenError(f, err)
+		return nil, db.tableOpenError(f, err)
 	}
 	return it, nil
 }
 
 // tableOpenError marks a table the MANIFEST names but that is missing as
-// corruption, as it marks damage inside one.
-func tableOpenError(f *manifest.FileMeta, err error) error {
+// corruption, as it marks damage inside one; after Close, as ErrClosed
+// (see closedTableError).
+func (db *DB) tableOpenError(f *manifest.FileMeta, err error) error {
 	if stderrors.Is(err, fs.ErrNotExist) {
+		if db.closing.Load() {
+			return db.closedTableError(err)
+		}
 		return errors.Wrapf(ErrCorruption, "shale: table %06d is missing: %v", f.Num, err)
 	}
 	return markCorruption(err)
+}
+
+// closedTableError is the error of an iterator left open across Close
+// that finds a table it pins gone from disk (err matches fs.ErrNotExist)
+// after the DB closed: Close released the directory, and a later Open of
+// it deletes the tables its own MANIFEST does not name, those that
+// compactions replaced under the iterator among them. That is no damage:
+// the iterator reports ErrClosed, as any use of a closed DB does, not
+// ErrCorruption, which would send the user to Repair a sound database.
+func (db *DB) closedTableError(err error) error {
+	return errors.Wrapf(ErrClosed, "shale: iterator used after Close: a table it reads was deleted "+
+		"(the database was opened again?): %v", err)
 }
 
 // runIter reads a run of disjoint tables in key order, with open, one
