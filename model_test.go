@@ -39,7 +39,20 @@ type modelSnap struct {
 // modelKeys is the size of the model test's key space.
 const modelKeys = 400
 
-func modelKey(i int) string { return fmt.Sprintf("k%03d", i) }
+// modelKey returns the model's ith key. The first ones are edges: the
+// empty key, keys that are prefixes of one another, 0x00 and 0xff bytes,
+// and keys around 16 bytes, the prefix the memtable and the index blocks
+// compare first; the rest are "k%03d".
+func modelKey(i int) string {
+	if i < len(modelEdgeKeys) {
+		return modelEdgeKeys[i]
+	}
+	return fmt.Sprintf("k%03d", i)
+}
+
+var modelEdgeKeys = []string{"", "\x00", "\x00\x00", "a", "a\x00", "ab", "abc", "\xff", "\xff\xff", "\xfe\xff",
+	"ppppppppppppppp", "ppppppppppppppp\x00", "ppppppppppppppq",
+	"pppppppppppppppp", "pppppppppppppppp\x00", "pppppppppppppppp\xff", "ppppppppppppppppq"}
 
 func TestModel(t *testing.T) {
 	steps := 400
