@@ -238,8 +238,10 @@ func (db *DB) retireLog(log *logFile) {
 	defer db.bgWG.Done()
 	old := log.prev
 	err := old.waitReady()
-	if err == nil {
-		err = old.finish()
+	// old takes no more appends: finish it even if an earlier retirement
+	// failed, or its mapping stays for as long as the process lives.
+	if ferr := old.finish(); err == nil {
+		err = ferr
 	}
 	if err == nil {
 		err = db.syncDir()

@@ -50,7 +50,8 @@ func (db *DB) createLog(num uint64) (*logFile, error) {
 		return nil, err
 	}
 	if err := db.syncDir(); err != nil {
-		return nil, errors.CombineErrors(err, l.f.Close())
+		// finish releases the mapping an Appender holds.
+		return nil, errors.CombineErrors(err, errors.CombineErrors(l.finish(), l.f.Close()))
 	}
 	l.setReady(nil)
 	return l, nil
