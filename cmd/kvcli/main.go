@@ -36,7 +36,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := bufio.NewWriterSize(stdout, 64<<10)
 	e := &env{stdin: stdin, stdout: out, stderr: stderr, db: os.Getenv("KVCLI_DB"), recovery: "skip"}
 	err := e.dispatch(args)
-	if ferr := out.Flush(); err == nil && ferr != nil {
+	// Help that could not be written fails like any other output.
+	if ferr := out.Flush(); (err == nil || err == errHelpShown) && ferr != nil {
 		err = failure(ferr)
 	}
 	if err == nil || err == errHelpShown {
