@@ -187,6 +187,13 @@ func (db *DB) takeReadOnlyCut(c *cut) error {
 			return errors.Wrap(err, "shale: checkpoint: open log")
 		}
 		c.logs = append(c.logs, cutLog{num: num, f: f, size: -1})
+		// An old LevelDB's previous log, below the log number, holds
+		// writes no table has (Open replayed it): the copy starts its
+		// logs there, so that checkLogs keeps it and the copy's Open
+		// replays it. No other log lies between it and the log number.
+		if num < c.logNum {
+			c.logNum = num
+		}
 	}
 	return nil
 }

@@ -90,6 +90,29 @@ func TestPrevLogNumberIsReplayed(t *testing.T) {
 		}
 	}, &e)
 
+	// A read-only DB replays that WAL too, and so must a checkpoint of
+	// it: the checkpoint dropped the WAL, being below the log number.
+	ro := reviewMustOpen(t, mem, &Options{ReadOnly: true})
+	reviewCheck(t, ro, 20, "read-only")
+	if err := ro.Checkpoint("/ck"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o, err := (&Options{Recovery: Strict}).withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := open("/ck", o, mem)
+	if err != nil {
+		t.Fatalf("open the read-only DB's checkpoint: %v", err)
+	}
+	reviewCheck(t, ck, 20, "in the read-only DB's checkpoint")
+	if err := ck.Close(); err != nil {
+		t.Fatal(err)
+	}
+
 	db = reviewMustOpen(t, mem, &Options{Recovery: Strict})
 	reviewCheck(t, db, 20, "after Open")
 	if err := db.Close(); err != nil {
