@@ -78,3 +78,29 @@ func TestMainRejects(t *testing.T) {
 		}
 	}
 }
+
+// seekrandom's found counts seeks that land on the key sought, as readrandom
+// counts Gets that find theirs (and as db_bench counts them): both look up
+// the same keys over the same fill, so the shares agree.
+func TestSeekRandomFoundMatchesReadRandom(t *testing.T) {
+	found := map[string]int64{}
+	for _, wl := range []string{"readrandom", "seekrandom"} {
+		dir := t.TempDir()
+		var out, errb bytes.Buffer
+		for _, phase := range []string{PhasePrepare, PhaseRun} {
+			out.Reset()
+			args := Args(Spec{Store: "shale", Workload: wl, Phase: phase, Dir: dir, N: 2000, Seed: 1})
+			if code := Main(args, &out, &errb); code != 0 {
+				t.Fatalf("%s %s: exit %d: %s", wl, phase, code, errb.String())
+			}
+		}
+		var r Result
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		found[wl] = r.Found
+	}
+	if found["seekrandom"] != found["readrandom"] {
+		t.Fatalf("found: readrandom %d, seekrandom %d of 2000 lookups of the same keys", found["readrandom"], found["seekrandom"])
+	}
+}
