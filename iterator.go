@@ -2,8 +2,6 @@ package shale
 
 import (
 	"bytes"
-	stderrors "errors"
-	"io/fs"
 	"iter"
 
 	"github.com/shale-db/shale/internal/dbiter"
@@ -113,11 +111,12 @@ func (it *Iterator) Err() error {
 // readError is err as the user sees it: marked as corruption if it is
 // damage, and ErrClosed if the iterator, left open across Close, found a
 // table it reads (one the table cache had closed, see tablecache.tableFile)
-// gone from disk (see DB.closedTableError).
+// gone from disk (see DB.goneAfterClose).
 func (it *Iterator) readError(err error) error {
-	if err != nil && it.alloc != nil && it.alloc.db.closing.Load() &&
-		stderrors.Is(err, fs.ErrNotExist) && !stderrors.Is(err, ErrClosed) {
-		return it.alloc.db.closedTableError(err)
+	if it.alloc != nil {
+		if gone := it.alloc.db.goneAfterClose(err); gone != nil {
+			return gone
+		}
 	}
 	return markCorruption(err)
 }

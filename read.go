@@ -290,25 +290,28 @@ func (db *DB) openTableIn(f *manifest.FileMeta, g *sstable.ScanGroup) (iterator.
 
 // tableOpenError marks a table the MANIFEST names but that is missing as
 // corruption, as it marks damage inside one; after Close, as ErrClosed
-// (see closedTableError).
+// (see goneAfterClose).
 func (db *DB) tableOpenError(f *manifest.FileMeta, err error) error {
+	if gone := db.goneAfterClose(err); gone != nil {
+		return gone
+	}
 	if stderrors.Is(err, fs.ErrNotExist) {
-		if db.closing.Load() {
-			return db.closedTableError(err)
-		}
 		return errors.Wrapf(ErrCorruption, "shale: table %06d is missing: %v", f.Num, err)
 	}
 	return markCorruption(err)
 }
 
-// closedTableError is the error of an iterator left open across Close
-// that finds a table it pins gone from disk (err matches fs.ErrNotExist)
-// after the DB closed: Close released the directory, and a later Open of
-// it deletes the tables its own MANIFEST does not name, those that
+// goneAfterClose returns the error of an iterator left open across Close
+// that finds a table it pins gone from disk (err matches fs.ErrNotExist),
+// or nil if err is not that. Close released the directory, and a later
+// Open of it deletes the tables its own MANIFEST does not name, those that
 // compactions replaced under the iterator among them. That is no damage:
 // the iterator reports ErrClosed, as any use of a closed DB does, not
 // ErrCorruption, which would send the user to Repair a sound database.
-func (db *DB) closedTableError(err error) error {
+func (db *DB) goneAfterClose(err error) error {
+	if !db.closing.Load() || !stderrors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	return errors.Wrapf(ErrClosed, "shale: iterator used after Close: a table it reads was deleted "+
 		"(the database was opened again?): %v", err)
 }

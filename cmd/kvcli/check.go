@@ -136,6 +136,11 @@ func listDir(dir string) ([]string, error) {
 	return names, nil
 }
 
+// openRegular opens the file at path for reading if it is a regular file,
+// as the engine opens its own files (vfs.ErrNotRegular otherwise): opening
+// a FIFO in a file's place would wait for a writer.
+func openRegular(path string) (vfs.File, error) { return vfs.OS().Open(path) }
+
 // maxCurrentLen is the longest CURRENT check reads: "MANIFEST-" and a
 // number of up to 20 digits and a newline fit with room to spare.
 const maxCurrentLen = 256
@@ -153,18 +158,6 @@ func readHead(path string, limit int) ([]byte, int64, error) {
 	}
 	b, err := io.ReadAll(io.LimitReader(f, int64(limit)))
 	return b, max(st.Size(), int64(len(b))), err
-}
-
-// openRegular opens the file at path for reading if it is a regular file.
-// Anything else is an error, and is not opened: opening a FIFO waits for a
-// writer.
-func openRegular(path string) (*os.File, error) {
-	if fi, err := os.Stat(path); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%v)", filepath.Base(path), fi.Mode().Type())
-	}
-	return os.Open(path)
 }
 
 // checkCurrent reads CURRENT and returns the MANIFEST it names.
