@@ -28,20 +28,38 @@ func newMappedAppender(t *testing.T, name string) (*mappedAppender, File) {
 	return a, f
 }
 
-// A WAL that nothing is appended to (a reader's Open creates one) keeps no
-// populated window: the window after the first is prepared at the first
-// copy into the mapping, not at creation.
-func TestAppenderPreparesAtFirstAppend(t *testing.T) {
+// A WAL that nothing is appended to (a reader's Open creates one), or a
+// few records (Open carries some forward), keeps no populated window: the
+// window after the first is prepared once copies pass prepareAt, not at
+// creation or at the first append.
+func TestAppenderPreparesFromTheMiddle(t *testing.T) {
 	a, f := newMappedAppender(t, filepath.Join(t.TempDir(), "000001.log"))
-	if a.next != nil || a.started {
+	if a.next != nil {
 		t.Fatal("the next window is prepared before any append")
 	}
 	h := [7]byte{6: fullFragment}
-	if err := a.WriteFragment(&h, []byte("payload")); err != nil {
-		t.Fatal(err)
+	payload := make([]byte, 1000)
+	for a.off+int64(len(h)+len(payload)) < prepareAt {
+		if rest := 32<<10 - a.off%(32<<10); rest < int64(len(h)+len(payload)) {
+			if _, err := a.Write(make([]byte, rest)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := a.WriteFragment(&h, payload); err != nil {
+			t.Fatal(err)
+		}
+		if a.next != nil {
+			t.Fatalf("the next window is prepared at offset %d, before %d", a.off, prepareAt)
+		}
+	}
+	for a.off < prepareAt {
+		if _, err := a.Write([]byte{0}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if a.next == nil {
-		t.Fatal("the next window is not being prepared after the first append")
+		t.Fatalf("the next window is not being prepared at offset %d", a.off)
 	}
 	if err := a.Finish(); err != nil {
 		t.Fatal(err)
