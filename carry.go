@@ -14,7 +14,7 @@ import (
 // MANIFEST may name it and the old logs be deleted. The old logs are never
 // appended to: one may end in a torn write, which would hide what follows.
 func (db *DB) carryForward(log *logFile, records *carried) error {
-	if err := records.each(log.append); err != nil {
+	if err := log.appendAll(records.each); err != nil {
 		return err
 	}
 	return log.sync()
