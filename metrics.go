@@ -73,8 +73,11 @@ type Metrics struct {
 	// tables.
 	Stalls struct{ Slowdown, MemtableFull, L0Full StallMetrics }
 
-	// BlockCache: hits, misses, and bytes held out of its capacity.
-	BlockCache struct{ Hits, Misses, Bytes, Capacity int64 }
+	// BlockCache: hits, misses, and the bytes of data blocks it holds out
+	// of its capacity; Pinned is the open tables' index and filter
+	// blocks, which are charged to the capacity too (see
+	// Options.CacheSize).
+	BlockCache struct{ Hits, Misses, Bytes, Pinned, Capacity int64 }
 
 	// MemtableBytes is the approximate size of the memtable taking writes;
 	// ImmutableMemtables how many full ones wait to be flushed, holding
@@ -164,7 +167,7 @@ func (db *DB) Metrics() Metrics {
 	v.Unref()
 	cm := db.blockCache.Metrics()
 	m.BlockCache.Hits, m.BlockCache.Misses = cm.Hits, cm.Misses
-	m.BlockCache.Bytes, m.BlockCache.Capacity = cm.Size, db.opts.CacheSize
+	m.BlockCache.Bytes, m.BlockCache.Pinned, m.BlockCache.Capacity = cm.Size, cm.Pinned, db.opts.CacheSize
 	m.WALBytes = db.walBytes.Load()
 	m.WALRecords, m.WALSyncs = db.walRecords.Load(), db.walSyncs.Load()
 	m.ManifestSize, m.ManifestSwitches = db.vs.ManifestSize(), db.manifestSwitches.Load()
@@ -231,8 +234,9 @@ func (m Metrics) String() string {
 		m.Stalls.Slowdown.Count, m.Stalls.Slowdown.Duration.Round(time.Millisecond),
 		m.Stalls.MemtableFull.Count, m.Stalls.MemtableFull.Duration.Round(time.Millisecond),
 		m.Stalls.L0Full.Count, m.Stalls.L0Full.Duration.Round(time.Millisecond))
-	fmt.Fprintf(&b, "block cache: %d hits, %d misses, %s of %s\n", m.BlockCache.Hits, m.BlockCache.Misses,
-		humanBytes(m.BlockCache.Bytes), humanBytes(m.BlockCache.Capacity))
+	fmt.Fprintf(&b, "block cache: %d hits, %d misses, %s and %s of index and filter blocks of %s\n",
+		m.BlockCache.Hits, m.BlockCache.Misses, humanBytes(m.BlockCache.Bytes),
+		humanBytes(m.BlockCache.Pinned), humanBytes(m.BlockCache.Capacity))
 	fmt.Fprintf(&b, "memtable: %s; immutable: %d (%s); WAL: %s\n", humanBytes(m.MemtableBytes),
 		m.ImmutableMemtables, humanBytes(m.ImmutableBytes), humanBytes(m.WALSize))
 	fmt.Fprintf(&b, "manifest: %s; replaced %d times since Open\n", humanBytes(m.ManifestSize), m.ManifestSwitches)

@@ -98,8 +98,11 @@ type Options struct {
 	// WriteBufferSize is the memtable size, in bytes, above which it is
 	// flushed to a table. Default DefaultWriteBufferSize.
 	WriteBufferSize int64
-	// CacheSize is the capacity of the block cache in bytes. Default
-	// DefaultCacheSize.
+	// CacheSize is the capacity of the block cache in bytes: the data
+	// blocks it caches and the index and filter blocks of the open tables,
+	// which are charged to it while their tables are open (the data
+	// blocks keep at least a quarter of it, however many tables are
+	// open). Default DefaultCacheSize.
 	CacheSize int64
 	// MaxOpenFiles bounds the table files kept open, by reads and
 	// compactions alike: an iterator over more tables than this reopens

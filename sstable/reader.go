@@ -64,6 +64,7 @@ type Reader struct {
 	// most of what a database keeps live, and the collector let the heap
 	// grow to twice that.
 	kept     []*cache.Value
+	pinned   int64       // bytes of kept charged with Cache.Pin
 	metaKeys []metaEntry // every metaindex entry, for Layout
 
 	skipChecksums bool // only for fuzzing
@@ -130,8 +131,17 @@ func (t *Reader) keepBlock(h BlockHandle) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.kept = append(t.kept, v)
+	t.keep(v)
 	return v.Bytes(), nil
+}
+
+// keep holds v, allocated from the cache, until Close, charged to the
+// cache's capacity.
+func (t *Reader) keep(v *cache.Value) {
+	t.kept = append(t.kept, v)
+	n := int64(cap(v.Bytes()))
+	t.pinned += n
+	t.opts.Cache.Pin(n)
 }
 
 // allocIndexTable returns room for n index entries, kept as keepBlock
@@ -142,7 +152,7 @@ func (t *Reader) allocIndexTable(n int) []indexEntry {
 		return make([]indexEntry, n)
 	}
 	v := t.opts.Cache.Alloc(n * int(unsafe.Sizeof(indexEntry{})))
-	t.kept = append(t.kept, v)
+	t.keep(v)
 	return unsafe.Slice((*indexEntry)(unsafe.Pointer(unsafe.SliceData(v.Bytes()))), n)
 }
 
@@ -670,6 +680,8 @@ func (t *Reader) Close() error {
 		v.Release()
 	}
 	t.kept = nil
+	t.opts.Cache.Unpin(t.pinned)
+	t.pinned = 0
 	t.index, t.indexTab, t.filter = nil, nil, nil
 	return nil
 }

@@ -39,7 +39,13 @@ type Cache struct {
 	alloc  manual.Allocator
 	hits   atomic.Int64
 	misses atomic.Int64
+	// pinned is what Pin charged and Unpin did not give back.
+	pinned atomic.Int64
 }
+
+// minShare is the fraction of a shard's capacity that cached blocks keep
+// however much is pinned: 1/minShare.
+const minShare = 4
 
 // Value is a block's bytes with a reference count. The zero value is not
 // usable; a nil *Value is, and Release on it does nothing.
@@ -76,6 +82,9 @@ type Metrics struct {
 	Count int
 	// Hits and Misses count Get calls since New.
 	Hits, Misses int64
+	// Pinned is the bytes of blocks kept outside the LRU that are charged
+	// to the capacity (see Pin).
+	Pinned int64
 	// Mapped is the memory mapped for blocks outside the Go heap, which
 	// Size's blocks occupy along with blocks readers still hold and
 	// free buffers awaiting reuse.
@@ -145,7 +154,32 @@ func (c *Cache) Set(fileNum, offset uint64, v *Value) {
 	if c == nil {
 		return
 	}
-	c.shard(fileNum, offset).set(fileNum, offset, v)
+	c.shard(fileNum, offset).set(fileNum, offset, v, c.pinned.Load()/numShards)
+}
+
+// Pin charges n bytes to the capacity for blocks that are kept outside the
+// LRU, allocated with Alloc: the index and filter blocks of the open
+// tables, which stay in memory as long as their table does. Cached blocks
+// give way to them, evicted as blocks are added, until they hold a quarter
+// of the capacity; from there on the pinned bytes are charged no further,
+// so that reads keep some cache however many tables are open. Unpin gives
+// the bytes back when the blocks are released.
+//
+// Without it the capacity bounded the data blocks alone, and the index and
+// filter blocks came on top: in db_bench's readrandom over a million keys
+// (19 tables), 1.2 MiB more than the capacity, where Pebble, whose index
+// and filter blocks go through its block cache, stays within it.
+func (c *Cache) Pin(n int64) {
+	if c != nil {
+		c.pinned.Add(n)
+	}
+}
+
+// Unpin gives back n bytes that Pin charged.
+func (c *Cache) Unpin(n int64) {
+	if c != nil {
+		c.pinned.Add(-n)
+	}
 }
 
 // EvictFile drops every block of file fileNum. Call it when the file is
@@ -165,7 +199,7 @@ func (c *Cache) Metrics() Metrics {
 	if c == nil {
 		return Metrics{}
 	}
-	m := Metrics{Hits: c.hits.Load(), Misses: c.misses.Load()}
+	m := Metrics{Hits: c.hits.Load(), Misses: c.misses.Load(), Pinned: c.pinned.Load()}
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
@@ -241,7 +275,10 @@ func (s *shard) get(fileNum, offset uint64) *Value {
 	return e.value
 }
 
-func (s *shard) set(fileNum, offset uint64, v *Value) {
+// set caches v, then evicts the least recently used blocks until the shard
+// holds no more than its capacity less pinned, its share of the pinned
+// bytes (but at least 1/minShare of the capacity).
+func (s *shard) set(fileNum, offset uint64, v *Value, pinned int64) {
 	e := &entry{fileNum: fileNum, offset: offset, value: v}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -249,7 +286,8 @@ func (s *shard) set(fileNum, offset uint64, v *Value) {
 	if old := s.entries[k]; old != nil {
 		s.removeLocked(old)
 	}
-	if e.charge() > s.capacity {
+	limit := max(s.capacity-pinned, s.capacity/minShare)
+	if e.charge() > limit {
 		return
 	}
 	v.refs.Add(1)
@@ -257,7 +295,7 @@ func (s *shard) set(fileNum, offset uint64, v *Value) {
 	s.pushFront(e)
 	s.size += e.charge()
 	s.count++
-	for s.size > s.capacity {
+	for s.size > limit {
 		s.removeLocked(s.lru.prev)
 	}
 }

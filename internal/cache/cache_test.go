@@ -109,6 +109,58 @@ func TestLRUEviction(t *testing.T) {
 	}
 }
 
+// Pinned bytes are charged to the capacity: cached blocks give way to
+// them as blocks are added, but keep a quarter of the capacity however
+// much is pinned, and get the room back once it is unpinned.
+func TestPinnedChargedToCapacity(t *testing.T) {
+	const per = 8 * (512 + entryOverhead) // eight 300-byte values a shard
+	c := New(per * numShards)
+	offs := sameShardKeys(c, 20)
+	val := bytes.Repeat([]byte("x"), 300)
+	cached := func() int {
+		n := 0
+		for _, off := range offs {
+			if _, ok := get(c, 1, off); ok {
+				n++
+			}
+		}
+		return n
+	}
+	fill := func() {
+		for _, off := range offs {
+			set(c, 1, off, val)
+		}
+	}
+	fill()
+	if n := cached(); n != 8 {
+		t.Fatalf("%d blocks cached in a shard of eight, nothing pinned", n)
+	}
+	c.Pin(numShards * 4 * (512 + entryOverhead)) // half of each shard
+	if m := c.Metrics(); m.Pinned != numShards*4*(512+entryOverhead) {
+		t.Fatalf("Metrics.Pinned = %d", m.Pinned)
+	}
+	fill()
+	if n := cached(); n != 4 {
+		t.Fatalf("%d blocks cached with half of the capacity pinned, want 4", n)
+	}
+	c.Pin(numShards * 100 * (512 + entryOverhead)) // far more than the capacity
+	fill()
+	if n := cached(); n != 2 {
+		t.Fatalf("%d blocks cached with more than the capacity pinned, want the quarter's 2", n)
+	}
+	c.Unpin(numShards * 104 * (512 + entryOverhead))
+	fill()
+	if n := cached(); n != 8 {
+		t.Fatalf("%d blocks cached after Unpin, want 8", n)
+	}
+	if m := c.Metrics(); m.Pinned != 0 || m.Size > m.Capacity {
+		t.Fatalf("after Unpin: pinned %d, size %d of %d", m.Pinned, m.Size, m.Capacity)
+	}
+	var nilCache *Cache
+	nilCache.Pin(1)
+	nilCache.Unpin(1)
+}
+
 func TestTooLargeNotCached(t *testing.T) {
 	c := New(1000 * numShards)
 	set(c, 1, 0, make([]byte, 2000))
