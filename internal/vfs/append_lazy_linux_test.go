@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -133,4 +134,57 @@ func mappedRSS(t *testing.T, name string) int64 {
 		}
 	}
 	return total
+}
+
+// Appends after a Sync go into blocks written with zeros ahead of them
+// (zeroAhead), so that the next fdatasync writes the data alone; appends
+// that no Sync follows write no zeros, and nothing appended is overwritten.
+func TestAppenderZeroesAheadOfSyncAppends(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "000001.log")
+	a, f := newMappedAppender(t, name)
+	h := [7]byte{6: fullFragment}
+	var want []byte
+	appendOne := func(b byte) {
+		t.Helper()
+		payload := bytes.Repeat([]byte{b}, 100)
+		if err := a.WriteFragment(&h, payload); err != nil {
+			t.Fatal(err)
+		}
+		want = append(append(want, h[:]...), payload...)
+	}
+	for i := range 50 {
+		appendOne(byte(i + 1))
+	}
+	if a.zeroed != 0 {
+		t.Fatalf("zeros written to offset %d before any Sync", a.zeroed)
+	}
+	if err := a.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		appendOne(byte(i + 100))
+		if a.zeroed < a.off+reserveAfter {
+			t.Fatalf("append after a Sync ends at %d, zeros written only to %d", a.off, a.zeroed)
+		}
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() < a.off+zeroRun-int64(len(h)+100) {
+		t.Fatalf("file of %d bytes after appends to %d: the zeros ahead are not written", fi.Size(), a.off)
+	}
+	if err := a.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the file holds %d bytes, not the %d appended", len(got), len(want))
+	}
 }
