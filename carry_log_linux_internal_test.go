@@ -3,28 +3,55 @@
 package shale
 
 import (
+	"io"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/shale-db/shale/wal"
 )
 
 // Records carried forward into a mapped WAL do not go through its mapping:
-// a megabyte of them leaves at most a page or two of it resident (through
-// the mapping, a window of it was: a megabyte of Open's memory).
+// a megabyte of them, or 300 KB (past the middle of the first window, where
+// the next is prepared), leaves at most a few pages of it resident
+// (through the mapping, a window of it was: up to a megabyte of Open's
+// memory).
 func TestCarriedLogLeavesMappingCold(t *testing.T) {
-	dir := t.TempDir()
-	recs, after := carryRecords(10000, false) // a megabyte
-	writeCarriedLog(t, dir, 1, true, recs, after, func(name string) {
-		rss, mapped := mappedResident(t, name)
-		if !mapped {
-			t.Skip("the log is not appended through a mapping on this file system")
+	for _, n := range []int{partialPastMiddle(t), 10000} {
+		dir := t.TempDir()
+		recs, after := carryRecords(n, false)
+		writeCarriedLog(t, dir, 1, true, recs, after, func(name string) {
+			rss, mapped := mappedResident(t, name)
+			if !mapped {
+				t.Skip("the log is not appended through a mapping on this file system")
+			}
+			t.Logf("%d records: %d KiB of the log's mappings resident", n, rss>>10)
+			if rss > 16<<10 {
+				t.Errorf("%d KiB of the log's mappings resident after carrying %d records, want at most 16", rss>>10, n)
+			}
+		})
+	}
+}
+
+// partialPastMiddle returns a count of carryRecords whose log ends past the
+// middle of the first mapping window (256 KiB) in a partial block of a few
+// KiB: the Writer's last write, less than a block, which went into the
+// mapping and then had the next window populated.
+func partialPastMiddle(t *testing.T) int {
+	// carryRecords(n) begins with carryRecords(m)'s records for m < n.
+	recs, _ := carryRecords(4000, false)
+	w := wal.NewWriter(io.Discard)
+	for i, r := range recs {
+		if err := w.WriteRecord(r); err != nil {
+			t.Fatal(err)
 		}
-		t.Logf("%d KiB of the log's mappings resident", rss>>10)
-		if rss > 16<<10 {
-			t.Errorf("%d KiB of the log's mappings resident after carrying its records, want at most 16", rss>>10)
+		if size := w.Size(); size > 280<<10 && size%wal.BlockSize > 1<<10 && size%wal.BlockSize < 6<<10 {
+			return i + 1
 		}
-	})
+	}
+	t.Fatal("no count of records ends in a short partial block")
+	return 0
 }
 
 // mappedResident sums the resident bytes of the process's mappings of the

@@ -96,8 +96,10 @@ type Metrics struct {
 }
 
 // New returns a cache that holds at most capacity bytes of values (plus a
-// small per-entry overhead). A capacity <= 0 gives a cache that keeps
-// nothing. A value larger than a shard's share (capacity/16) is not cached.
+// small per-entry overhead), less what is pinned (see Pin). A capacity <= 0
+// gives a cache that keeps nothing. A value larger than what a shard may
+// hold (its share of the capacity, capacity/16, less its share of the
+// pinned bytes, but no less than a quarter of its share) is not cached.
 func New(capacity int64) *Cache {
 	c := &Cache{}
 	per := capacity / numShards
@@ -148,7 +150,7 @@ func (c *Cache) Alloc(n int) *Value {
 
 // Set caches v for block offset of file fileNum, replacing any value
 // already there, and evicts least recently used blocks to stay within the
-// capacity. The cache takes a reference of its own; the caller keeps its
+// capacity less the pinned bytes (see Pin). The cache takes a reference of its own; the caller keeps its
 // own and must not modify v's bytes afterwards.
 func (c *Cache) Set(fileNum, offset uint64, v *Value) {
 	if c == nil {

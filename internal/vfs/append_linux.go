@@ -56,6 +56,10 @@ const reserveAfter = 4096
 // log). Both land in the same page cache.
 const pwriteMin = 8 << 10
 
+// trailerMax is the length of a fragment's header: a log block's zero
+// trailer, too short for one, is shorter.
+const trailerMax = 7
+
 // fullFragment is the log format's type byte (h[6]) of a record in one
 // fragment. The fragments of a record that spans blocks are written with
 // pwritev whatever their size: a large record's first and last fragments
@@ -95,9 +99,6 @@ type mappedAppender struct {
 	// reserved is how far the file has been grown with fallocate (or
 	// is being grown, by the goroutine preparing the next window).
 	reserved int64
-	// retired is the window before win, released but still mapped, to
-	// be unmapped by the goroutine that prepares the next (or unmap).
-	retired []byte
 	// syncBudget is how many more bytes, after the last Sync, go out
 	// with pwritev whatever their size (see syncRun).
 	syncBudget int64
@@ -146,16 +147,21 @@ func appendTo(f File) (Appender, error) {
 	return a, nil
 }
 
-// Write appends p. A write of pwriteMin bytes or more goes out with
-// pwritev: a log's whole blocks, as Open writes the records it carries
-// forward, would otherwise populate and dirty a window of the mapping for
-// nothing (a megabyte of Open's resident memory). A smaller one, as a
-// block's zero trailer, is copied into the mapping.
+// Write appends p. A block's zero trailer (shorter than a fragment's
+// header: a wal.Writer over a FragmentWriter writes nothing else here) is
+// copied into the mapping: zeros where zeros were, whatever the order of
+// the stores. Anything else goes out with pwritev, as a buffered
+// wal.Writer's blocks do (Open writes the records it carries forward that
+// way): a copy's stores land in no set order, and a kill in the middle of
+// one could leave a fragment's checksum beside a hole, which a reader
+// takes for damage rather than a torn tail; pwritev is cut short only at a
+// page boundary. Copies would also populate and dirty windows of the
+// mapping for nothing (a megabyte of Open's resident memory).
 func (a *mappedAppender) Write(p []byte) (int, error) {
 	if a.err != nil {
 		return 0, a.err
 	}
-	if len(p) >= pwriteMin {
+	if len(p) >= trailerMax {
 		if err := a.pwrite(nil, p); err != nil {
 			return 0, err
 		}
@@ -182,7 +188,7 @@ func (a *mappedAppender) Write(p []byte) (int, error) {
 func (a *mappedAppender) copied() {
 	a.releaseBehind()
 	if a.next == nil && a.off-a.winOff >= prepareAt {
-		a.prepareNext()
+		a.prepareNext(nil)
 	}
 }
 
@@ -259,15 +265,19 @@ var zeros [64 << 10]byte
 
 // zeroAhead writes zeros into the file from the end of what was appended
 // (or zeroed before) to zeroRun past end, once appends up to end would
-// reach past what was zeroed. A Sync append then overwrites blocks that
+// come within reserveAfter of what was zeroed. A Sync append then overwrites blocks that
 // are allocated and written, and the fdatasync after it writes the data
 // alone: into a block reserved with fallocate (an unwritten extent), the
 // file system must also commit the extent's conversion to written, and
 // past the end of the file its new size, each a journal commit. Measured
 // here (ext4, a 1 KiB append then fdatasync, 2,000 times): 210 to 230 µs
 // a sync past the end, 170 to 190 into reserved blocks, 153 to 171 into
-// zeroed ones. The zeros are written back once, with the sync after them.
-// Nothing past a.off has been appended, so no append is overwritten.
+// zeroed ones. The zeros are written back once, with the sync after them:
+// one Sync write in 256 KiB of them pays for writing and syncing 256 KiB
+// more, and the device writes each page of the log once more than it
+// would (a page of small Sync appends is written several times anyway).
+// On a copy-on-write file system the zeros gain nothing. Nothing past
+// a.off has been appended, so no append is overwritten.
 func (a *mappedAppender) zeroAhead(end int64) error {
 	if end+reserveAfter <= a.zeroed {
 		return nil
@@ -285,8 +295,9 @@ func (a *mappedAppender) zeroAhead(end int64) error {
 	return nil
 }
 
-// reserve grows the file with fallocate, if appends up to end would reach
-// past what is reserved, to two windows beyond end's. Appends written with
+// reserve grows the file with fallocate, if appends up to end would come
+// within reserveAfter of what is reserved, to the end of the window after
+// end's (and reserveAfter past it). Appends written with
 // pwritev reach past the mapping when the windows stand still (Sync writes
 // do not copy into the mapping, so they do not move it): a write that
 // extends the file makes the fdatasync after it commit the new size as
@@ -397,33 +408,27 @@ func (a *mappedAppender) move() error {
 	if w.err != nil {
 		return w.err
 	}
-	if a.retired != nil {
-		if err := syscall.Munmap(a.retired); err != nil {
-			return &os.PathError{Op: "munmap", Path: a.f.Name(), Err: err}
-		}
-	}
-	a.retired = a.win
+	old := a.win
 	a.win, a.winOff, a.released = w.b, w.off, 0
 	a.reserved = max(a.reserved, w.off+mapWindow+reserveAfter)
 	a.pwritten, a.written = a.written, 0
-	a.prepareNext()
+	a.prepareNext(old)
 	return nil
 }
 
-// prepareNext starts a goroutine that unmaps the retired window, then maps
-// the window after a.win and delivers it on a.next. The window's pages are
+// prepareNext starts a goroutine that unmaps old (the window before a.win,
+// if any), then maps the window after a.win and delivers it on a.next. The window's pages are
 // populated unless pwritev wrote more than half a window's worth between
-// the last two moves: populating pages that pwritev then writes costs a
-// page allocation each for nothing.
-func (a *mappedAppender) prepareNext() {
+// the last two moves or since the last (in the first window, before any
+// move): populating pages that pwritev then writes costs a page
+// allocation each for nothing, and keeps them resident.
+func (a *mappedAppender) prepareNext(old []byte) {
 	next := make(chan window, 1)
 	a.next = next
-	old := a.retired
-	a.retired = nil
 	at := a.winOff + mapWindow
 	a.reserved = max(a.reserved, at+mapWindow+reserveAfter)
 	flags := syscall.MAP_POPULATE
-	if a.pwritten > mapWindow/2 {
+	if max(a.pwritten, a.written) > mapWindow/2 {
 		flags = 0
 	}
 	go func() {
@@ -462,12 +467,6 @@ func (a *mappedAppender) unmap() error {
 			err = &os.PathError{Op: "munmap", Path: a.f.Name(), Err: uerr}
 		}
 		a.next = nil
-	}
-	if a.retired != nil {
-		if uerr := syscall.Munmap(a.retired); uerr != nil && err == nil {
-			err = &os.PathError{Op: "munmap", Path: a.f.Name(), Err: uerr}
-		}
-		a.retired = nil
 	}
 	if a.win == nil {
 		return err
