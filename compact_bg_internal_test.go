@@ -525,7 +525,7 @@ func (f *slowSyncFile) Sync() error {
 func TestMemtableSwitchSyncsInBackground(t *testing.T) {
 	mem := vfs.NewMem()
 	fsys := &slowLogSyncs{MemFS: mem, d: 100 * time.Millisecond}
-	db := reviewMustOpen(t, fsys, &Options{WriteBufferSize: 16 << 10})
+	db := reviewMustOpen(t, fsys, &Options{WriteBufferSize: 16 << 10, MaxImmutableMemtables: 2})
 	val := bytes.Repeat([]byte("m"), 100)
 	var slowest time.Duration
 	for i := range 1000 { // ~8 memtable switches

@@ -430,6 +430,8 @@ func TestInvalidOptions(t *testing.T) {
 		// panicked in the background and killed the process.
 		{BloomBitsPerKey: 1 << 61},
 		{BloomBitsPerKey: sstable.MaxBloomBitsPerKey + 1},
+		{MaxImmutableMemtables: 3},
+		{MaxImmutableMemtables: -1},
 	} {
 		if _, err := shale.Open(dir, o); err == nil {
 			t.Errorf("Open with %+v succeeded", *o)

@@ -19,9 +19,9 @@ type immMemtable struct {
 	tableNum uint64
 }
 
-// maxImmutables is how many full memtables may wait to be flushed before
-// writes wait: two, so that one slow flush does not stop writes. Each has
-// a flush of its own under way (see flush).
+// maxImmutables is the most full memtables that may wait to be flushed
+// before writes wait (Options.MaxImmutableMemtables; 1 by default). Each
+// has a flush of its own under way (see flush).
 const maxImmutables = 2
 
 // Flow control. From l0SlowdownTables level-0 tables on, every write
@@ -135,8 +135,8 @@ func (db *DB) waitFlushTurn(imm *immMemtable) error {
 // makeRoomLocked makes sure the memtable can take a write. Past
 // l0SlowdownTables level-0 tables the write is delayed once. If the
 // memtable is full (or force is set and it holds anything) it becomes
-// immutable and a new memtable and WAL take over, unless maxImmutables
-// memtables already wait for a flush or level 0 holds l0StopTables: then
+// immutable and a new memtable and WAL take over, unless
+// Options.MaxImmutableMemtables memtables already wait for a flush or level 0 holds l0StopTables: then
 // the write waits. Called by the commit leader only.
 func (db *DB) makeRoomLocked(force bool) error {
 	slowed := force
@@ -161,7 +161,7 @@ func (db *DB) makeRoomLocked(force bool) error {
 			return nil
 		case !force && db.mu.mem.ApproximateSize() < db.opts.WriteBufferSize:
 			return nil
-		case len(db.mu.imm) >= maxImmutables:
+		case len(db.mu.imm) >= db.opts.MaxImmutableMemtables:
 			db.waitLocked(stallMemtable, &counted)
 			continue
 		case db.l0Tables.Load() >= l0StopTables:

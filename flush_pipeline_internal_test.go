@@ -178,7 +178,7 @@ func checkNewValues(t *testing.T, db *DB, base, n int, where string) {
 func newerFlushFirst(t *testing.T, n int) (g *gateFS, db *DB, opts *Options, older, newer uint64) {
 	t.Helper()
 	g = newGateFS()
-	opts = &Options{disableAutoCompactions: true}
+	opts = &Options{disableAutoCompactions: true, MaxImmutableMemtables: 2}
 	db = reviewMustOpen(t, g, opts)
 	g.arm(t)
 	fillTwoMemtables(t, db, 0, n)
@@ -268,7 +268,7 @@ func TestFailedOlderFlushAbandonsNewer(t *testing.T) {
 // the retired WALs included, and a power loss right after it loses none.
 func TestRetiredLogsSyncedOnlyWhenNeeded(t *testing.T) {
 	g := newGateFS()
-	opts := &Options{disableAutoCompactions: true}
+	opts := &Options{disableAutoCompactions: true, MaxImmutableMemtables: 2}
 	db := reviewMustOpen(t, g, opts)
 	const n = 200
 	syncsBefore := g.logSyncs.Load()
@@ -292,4 +292,76 @@ func TestRetiredLogsSyncedOnlyWhenNeeded(t *testing.T) {
 	if v, err := db2.Get([]byte("synced")); err != nil || string(v) != "yes" {
 		t.Fatalf("the Sync write after a power loss: %q, %v", v, err)
 	}
+}
+
+// With the default MaxImmutableMemtables (1), a write that fills a second
+// memtable while the first waits for its flush waits too, counted as a
+// memtable stall, and goes on once that flush is done: the memtables hold
+// at most two write buffers.
+func TestDefaultOneImmutableMemtable(t *testing.T) {
+	g := newGateFS()
+	db := reviewMustOpen(t, g, &Options{disableAutoCompactions: true})
+	if db.opts.MaxImmutableMemtables != 1 {
+		t.Fatalf("MaxImmutableMemtables defaults to %d, want 1", db.opts.MaxImmutableMemtables)
+	}
+	g.arm(t)
+	const n = 100
+	for i := range n {
+		if err := db.Put(bgKey(i), []byte("old"), NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.commit.enqueue(db, nil, false, true); err != nil {
+		t.Fatal(err)
+	}
+	db.mu.Lock()
+	first := db.mu.imm[0].tableNum
+	db.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		for i := range n {
+			if err := db.Put(bgKey(i), []byte("new"), NoSync); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- db.commit.enqueue(db, nil, false, true) // the second switch
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the second memtable became immutable while the first waited for its flush (%v)", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if m := db.Metrics(); m.ImmutableMemtables != 1 {
+		t.Fatalf("while the first flush is held: %d immutable memtables, want 1", m.ImmutableMemtables)
+	}
+	g.release(first, nil)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write still waits after the first flush was done")
+	}
+	if m := db.Metrics(); m.Stalls.MemtableFull.Count != 1 {
+		t.Fatalf("%d memtable stalls counted, want the one", m.Stalls.MemtableFull.Count)
+	}
+	checkValues := func(where string) {
+		t.Helper()
+		for i := range n {
+			if v, err := db.Get(bgKey(i)); err != nil || string(v) != "new" {
+				t.Fatalf("%s: key %d = %q, %v; want the newer value", where, i, v, err)
+			}
+		}
+	}
+	checkValues("after the stall")
+	db.mu.Lock()
+	second := db.mu.imm[0].tableNum
+	db.mu.Unlock()
+	g.release(second, nil)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	checkValues("after both flushes")
 }

@@ -68,8 +68,8 @@ type Metrics struct {
 	WriteAmp float64
 
 	// Stalls: Slowdown is a write delayed because level 0 reached 8
-	// tables; MemtableFull a write waiting because two full memtables
-	// waited to be flushed; L0Full a write waiting because level 0 held 12
+	// tables; MemtableFull a write waiting because full memtables
+	// (Options.MaxImmutableMemtables of them) waited to be flushed; L0Full a write waiting because level 0 held 12
 	// tables.
 	Stalls struct{ Slowdown, MemtableFull, L0Full StallMetrics }
 

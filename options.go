@@ -70,6 +70,9 @@ const (
 	DefaultBlockSize       = 4 << 10
 	DefaultBloomBitsPerKey = 10
 	DefaultTargetFileSize  = 2 << 20
+	// DefaultMaxImmutableMemtables is Options.MaxImmutableMemtables'
+	// default.
+	DefaultMaxImmutableMemtables = 1
 	// DefaultMaxManifestFileSize bounds the MANIFEST of a database that
 	// stays open: past it, the next flush or compaction starts a new one.
 	// Open replays a MANIFEST of compaction edits at about 64 MiB a
@@ -138,6 +141,15 @@ type Options struct {
 	// Default DefaultMaxManifestFileSize; a negative value never replaces
 	// it while the database is open, as LevelDB does.
 	MaxManifestFileSize int64
+	// MaxImmutableMemtables is how many full memtables may wait for their
+	// flushes before a write that fills one more waits: 1 or 2. Default
+	// DefaultMaxImmutableMemtables (1): the memtables then hold at most
+	// two write buffers, as LevelDB's, RocksDB's and Pebble's do by
+	// default. With 2, a slow flush does not stop writes (the two
+	// memtables are flushed side by side), for a third write buffer of
+	// memory: db_bench's fillbatch ran 13% faster and overwrite 6%, with
+	// peak RSS 2.5 to 4 MiB higher on fillrandom and overwrite.
+	MaxImmutableMemtables int
 	// MaxConcurrentCompactions bounds the compactions that run at once
 	// (a flush runs beside them in any case). Default: 1 on a machine with
 	// fewer than 4 CPUs, else 2.
@@ -176,10 +188,14 @@ func (o *Options) withDefaults() (Options, error) {
 		{"MaxOpenFiles", int64(c.MaxOpenFiles)}, {"BlockSize", int64(c.BlockSize)},
 		{"TargetFileSize", c.TargetFileSize},
 		{"MaxConcurrentCompactions", int64(c.MaxConcurrentCompactions)},
+		{"MaxImmutableMemtables", int64(c.MaxImmutableMemtables)},
 	} {
 		if f.v < 0 {
 			return c, errors.Newf("shale: Options.%s is negative (%d)", f.name, f.v)
 		}
+	}
+	if c.MaxImmutableMemtables > maxImmutables {
+		return c, errors.Newf("shale: Options.MaxImmutableMemtables is %d; at most %d", c.MaxImmutableMemtables, maxImmutables)
 	}
 	if c.BloomBitsPerKey > sstable.MaxBloomBitsPerKey {
 		return c, errors.Newf("shale: Options.BloomBitsPerKey is %d; at most %d", c.BloomBitsPerKey, sstable.MaxBloomBitsPerKey)
@@ -192,6 +208,7 @@ func (o *Options) withDefaults() (Options, error) {
 	setDefault(&c.TargetFileSize, DefaultTargetFileSize)
 	setDefault(&c.MaxManifestFileSize, DefaultMaxManifestFileSize)
 	setDefault(&c.MaxConcurrentCompactions, defaultMaxConcurrentCompactions())
+	setDefault(&c.MaxImmutableMemtables, DefaultMaxImmutableMemtables)
 	if c.MaxOpenFiles < 16 {
 		c.MaxOpenFiles = 16
 	}

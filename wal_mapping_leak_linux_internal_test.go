@@ -63,7 +63,7 @@ func TestFailedRetireReleasesMapping(t *testing.T) {
 		}
 		return nil
 	}}
-	o, err := (&Options{WriteBufferSize: 4 << 10}).withDefaults()
+	o, err := (&Options{WriteBufferSize: 4 << 10, MaxImmutableMemtables: 2}).withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
