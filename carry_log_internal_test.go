@@ -29,17 +29,19 @@ func carryRecords(n int, large bool) (carriedRecs, after [][]byte) {
 	for range n {
 		carriedRecs = append(carriedRecs, rec())
 	}
-	for range 50 {
+	// About 100 KB: past the 64 KiB that go out with pwritev after a
+	// sync, the rest is copied into the mapping.
+	for range 1000 {
 		after = append(after, rec())
 	}
 	return carriedRecs, after
 }
 
 // writeCarriedLog creates WAL num in dir, writes recs to it with appendAll
-// (or append, record by record, if bulk is false), calls check, then
-// appends after record by record and finishes the log. It returns the
-// log's bytes.
-func writeCarriedLog(t *testing.T, dir string, num uint64, bulk bool, recs, after [][]byte, check func(name string)) []byte {
+// (or append, record by record, if bulk is false), syncs, calls check,
+// appends after record by record, calls check again and finishes the log.
+// It returns the log's bytes.
+func writeCarriedLog(t *testing.T, dir string, num uint64, bulk bool, recs, after [][]byte, check func(name, when string)) []byte {
 	t.Helper()
 	db := &DB{dir: dir, fs: vfs.OS()}
 	l, err := db.openLog(num)
@@ -71,12 +73,15 @@ func writeCarriedLog(t *testing.T, dir string, num uint64, bulk bool, recs, afte
 	}
 	name := filename.Make(dir, filename.Log, num)
 	if check != nil {
-		check(name)
+		check(name, "after carrying them")
 	}
 	for _, r := range after {
 		if err := l.append(r); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if check != nil {
+		check(name, "after the appends that follow")
 	}
 	if err := l.finish(); err != nil {
 		t.Fatal(err)

@@ -16,19 +16,22 @@ import (
 // a megabyte of them, or 300 KB (past the middle of the first window, where
 // the next is prepared), leaves at most a few pages of it resident
 // (through the mapping, a window of it was: up to a megabyte of Open's
-// memory).
+// memory); nor do the appends after them populate the next window, which
+// the writes with pwritev had no use for.
 func TestCarriedLogLeavesMappingCold(t *testing.T) {
 	for _, n := range []int{partialPastMiddle(t), 10000} {
 		dir := t.TempDir()
 		recs, after := carryRecords(n, false)
-		writeCarriedLog(t, dir, 1, true, recs, after, func(name string) {
+		writeCarriedLog(t, dir, 1, true, recs, after, func(name, when string) {
 			rss, mapped := mappedResident(t, name)
 			if !mapped {
 				t.Skip("the log is not appended through a mapping on this file system")
 			}
-			t.Logf("%d records: %d KiB of the log's mappings resident", n, rss>>10)
-			if rss > 16<<10 {
-				t.Errorf("%d KiB of the log's mappings resident after carrying %d records, want at most 16", rss>>10, n)
+			t.Logf("%d records, %s: %d KiB of the log's mappings resident", n, when, rss>>10)
+			// The appends after the carry copy some 40 KB into the
+			// mapping; a populated window would be 512 KiB.
+			if rss > 128<<10 {
+				t.Errorf("%d records, %s: %d KiB of the log's mappings resident, want at most 128", n, when, rss>>10)
 			}
 		})
 	}

@@ -57,7 +57,8 @@ type DB struct {
 	mu struct {
 		sync.Mutex
 		// mem takes the writes; imm holds the full memtables waiting to
-		// be flushed, oldest first (at most maxImmutables).
+		// be flushed, oldest first (at most Options.MaxImmutableMemtables,
+		// itself at most maxImmutables).
 		mem *memtable.Memtable
 		imm []*immMemtable
 		// switched counts the memtables ever made immutable, flushedCount

@@ -272,11 +272,12 @@ func (db *DB) setBackgroundErrorLocked(err error) error {
 
 // flush writes imm to a level-0 table, records it in the MANIFEST with the
 // WAL that took over, and deletes the files no longer needed. It runs on
-// its own goroutine, beside compactions and beside the flush of the other
-// immutable memtable, if one waits: the tables are written side by side,
-// and recorded one at a time, oldest first (flushMemtable). Writing the
-// next table while the last one's syncs and MANIFEST edit wait for the
-// disk took db_bench's fillbatch from about 0.42 to 0.37 s (paired runs).
+// its own goroutine, beside compactions and, with MaxImmutableMemtables 2,
+// beside the flush of the other immutable memtable, if one waits: the
+// tables are written side by side, and recorded one at a time, oldest
+// first (flushMemtable). Writing the next table while the last one's
+// syncs and MANIFEST edit wait for the disk took db_bench's fillbatch from
+// about 0.42 to 0.37 s (paired runs).
 func (db *DB) flush(imm *immMemtable) {
 	defer db.bgWG.Done()
 	meta, err := db.flushMemtable(imm)

@@ -294,10 +294,11 @@ func TestRetiredLogsSyncedOnlyWhenNeeded(t *testing.T) {
 	}
 }
 
-// With the default MaxImmutableMemtables (1), a write that fills a second
-// memtable while the first waits for its flush waits too, counted as a
-// memtable stall, and goes on once that flush is done: the memtables hold
-// at most two write buffers.
+// With the default MaxImmutableMemtables (1), the switch of a second
+// memtable while the first waits for its flush (what a write that fills
+// it, or Flush, does: here the latter, whose path is the same) waits too,
+// counted as a memtable stall, and goes on once that flush is done: the
+// memtables hold at most two write buffers.
 func TestDefaultOneImmutableMemtable(t *testing.T) {
 	g := newGateFS()
 	db := reviewMustOpen(t, g, &Options{disableAutoCompactions: true})

@@ -188,7 +188,7 @@ func TestAppenderZeroesAheadOfSyncAppends(t *testing.T) {
 	}
 	// The blocks past the appends are written (the zeros), where fallocate
 	// alone leaves unwritten extents.
-	checkWrittenAhead(t, a.fd, a.off, a.off+zeroRun-4096)
+	checkWrittenAhead(t, a.fd, a.off, a.zeroed)
 	for a.off < mapWindow+100<<10 {
 		appendOne()
 	}
@@ -228,7 +228,6 @@ func checkWrittenAhead(t *testing.T, fd int, from, to int64) {
 		fsIocFiemap     = 0xC020660B
 		fiemapFlagSync  = 1
 		extentUnwritten = 0x800
-		extentLast      = 0x1
 		headerLen       = 32
 		extentLen       = 56
 		maxExtents      = 64

@@ -9,8 +9,11 @@ import (
 )
 
 // TestAppendToOS appends across several mapping windows in odd-sized
-// pieces, syncing now and then: the file holds exactly what was appended
-// once Finish has cut it, and reads back through the file system.
+// pieces, syncing now and then: pieces of a few bytes (as a log block's
+// zero trailer), which a mapped Appender copies into its mapping, between
+// larger ones, which it writes with pwritev. The file holds exactly what
+// was appended once Finish has cut it, and reads back through the file
+// system.
 func TestAppendToOS(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "000001.log")
 	f, err := OS().Create(name)
@@ -30,14 +33,18 @@ func TestAppendToOS(t *testing.T) {
 	}
 	var want bytes.Buffer
 	piece := make([]byte, 7919)
-	for i := 0; want.Len() < 5<<19; i++ { // 2.5 MiB: three windows
+	for i := 0; want.Len() < 5<<19; i++ { // 2.5 MiB: five windows
 		for j := range piece {
 			piece[j] = byte(i + j)
 		}
-		if _, err := a.Write(piece[:1+i%len(piece)]); err != nil {
+		n := 1 + i%len(piece)
+		if i%2 == 0 {
+			n = 1 + i%6
+		}
+		if _, err := a.Write(piece[:n]); err != nil {
 			t.Fatal(err)
 		}
-		want.Write(piece[:1+i%len(piece)])
+		want.Write(piece[:n])
 		if i%97 == 0 {
 			if err := a.Sync(); err != nil {
 				t.Fatal(err)
