@@ -265,9 +265,9 @@ var zeros [64 << 10]byte
 
 // zeroAhead writes zeros into the file from the end of what was appended
 // (or zeroed before) to zeroRun past end, once appends up to end would
-// come within reserveAfter of what was zeroed. A Sync append then overwrites blocks that
-// are allocated and written, and the fdatasync after it writes the data
-// alone: into a block reserved with fallocate (an unwritten extent), the
+// come within reserveAfter of what was zeroed. A Sync append then
+// overwrites blocks that are allocated and written, and the fdatasync
+// after it writes the data alone: into a block reserved with fallocate (an unwritten extent), the
 // file system must also commit the extent's conversion to written, and
 // past the end of the file its new size, each a journal commit. Measured
 // here (ext4, a 1 KiB append then fdatasync, 2,000 times): 210 to 230 µs
@@ -297,9 +297,9 @@ func (a *mappedAppender) zeroAhead(end int64) error {
 
 // reserve grows the file with fallocate, if appends up to end would come
 // within reserveAfter of what is reserved, to the end of the window after
-// end's (and reserveAfter past it). Appends written with
-// pwritev reach past the mapping when the windows stand still (Sync writes
-// do not copy into the mapping, so they do not move it): a write that
+// end's (and reserveAfter past it). Appends written with pwritev reach
+// past the mapping when the windows stand still (Sync writes do not copy
+// into the mapping, so they do not move it): a write that
 // extends the file makes the fdatasync after it commit the new size as
 // well, and eight Sync writers, whose syncs are nothing but small
 // appends, measured 7% slower when only the mapped windows reserved the
@@ -417,11 +417,12 @@ func (a *mappedAppender) move() error {
 }
 
 // prepareNext starts a goroutine that unmaps old (the window before a.win,
-// if any), then maps the window after a.win and delivers it on a.next. The window's pages are
-// populated unless pwritev wrote more than half a window's worth between
-// the last two moves or since the last (in the first window, before any
-// move): populating pages that pwritev then writes costs a page
-// allocation each for nothing, and keeps them resident.
+// if any), then maps the window after a.win and delivers it on a.next.
+// The window's pages are populated unless pwritev wrote more than half a
+// window's worth between the last two moves or since the last (in the
+// first window, before any move): populating pages that pwritev then
+// writes costs a page allocation each for nothing, and keeps them
+// resident.
 func (a *mappedAppender) prepareNext(old []byte) {
 	next := make(chan window, 1)
 	a.next = next
