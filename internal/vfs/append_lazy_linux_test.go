@@ -43,16 +43,8 @@ func TestAppenderPreparesFromTheMiddle(t *testing.T) {
 	}
 	h := [7]byte{6: fullFragment}
 	payload := make([]byte, 1000)
-	for a.off+int64(len(h)+len(payload)) < prepareAt {
-		if rest := 32<<10 - a.off%(32<<10); rest < int64(len(h)+len(payload)) {
-			if _, err := a.Write(make([]byte, rest)); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := a.WriteFragment(&h, payload); err != nil {
-			t.Fatal(err)
-		}
+	for a.off+2*int64(len(h)+len(payload)) < prepareAt {
+		appendInBlock(t, a, &h, payload)
 		if a.next != nil {
 			t.Fatalf("the next window is prepared at offset %d, before %d", a.off, prepareAt)
 		}
@@ -82,16 +74,7 @@ func TestAppenderKeepsFewPagesResident(t *testing.T) {
 	payload := make([]byte, 1000)
 	h := [7]byte{6: fullFragment}
 	for a.off < 3*mapWindow+900<<10 {
-		// The fragments of a log block: none crosses a 32 KiB boundary.
-		if rest := 32<<10 - a.off%(32<<10); rest < int64(len(h)+len(payload)) {
-			if _, err := a.Write(make([]byte, rest)); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := a.WriteFragment(&h, payload); err != nil {
-			t.Fatal(err)
-		}
+		appendInBlock(t, a, &h, payload)
 	}
 	w := <-a.next // the prepared window, populated as it will be
 	a.next = make(chan window, 1)
@@ -107,6 +90,25 @@ func TestAppenderKeepsFewPagesResident(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// appendInBlock appends the fragment h, payload as a log's fragments are
+// appended: none crosses a 32 KiB block boundary, so when the rest of the
+// block is too short for it, the rest is padded with zeros first. It
+// returns the padding's length.
+func appendInBlock(t *testing.T, a *mappedAppender, h *[7]byte, payload []byte) int64 {
+	t.Helper()
+	var pad int64
+	if rest := 32<<10 - a.off%(32<<10); rest < int64(len(h)+len(payload)) {
+		if _, err := a.Write(make([]byte, rest)); err != nil {
+			t.Fatal(err)
+		}
+		pad = rest
+	}
+	if err := a.WriteFragment(h, payload); err != nil {
+		t.Fatal(err)
+	}
+	return pad
 }
 
 // mappedRSS sums the resident bytes of the process's mappings of the file
@@ -152,20 +154,10 @@ func TestAppenderZeroesAheadOfSyncAppends(t *testing.T) {
 	i := 0
 	appendOne := func() {
 		t.Helper()
-		// Fragments stay inside 32 KiB blocks, as a log's do.
-		if rest := 32<<10 - a.off%(32<<10); rest < int64(len(h)+100) {
-			pad := make([]byte, rest)
-			if _, err := a.Write(pad); err != nil {
-				t.Fatal(err)
-			}
-			want = append(want, pad...)
-		}
 		i++
 		payload := bytes.Repeat([]byte{byte(i)}, 100)
-		if err := a.WriteFragment(&h, payload); err != nil {
-			t.Fatal(err)
-		}
-		want = append(append(want, h[:]...), payload...)
+		pad := appendInBlock(t, a, &h, payload)
+		want = append(append(append(want, make([]byte, pad)...), h[:]...), payload...)
 	}
 	sync := func() {
 		t.Helper()
