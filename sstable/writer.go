@@ -8,7 +8,6 @@ import (
 	"unsafe"
 
 	"github.com/cockroachdb/errors"
-	"github.com/golang/snappy"
 	"github.com/shale-db/shale/internal/ikey"
 )
 
@@ -104,6 +103,7 @@ type writerBufs struct {
 	out                          *bufio.Writer
 	data, index                  blockWriter
 	filter                       filterWriter
+	snappy                       snappyEncoder
 	lastKey, compressed, scratch []byte
 }
 
@@ -262,7 +262,7 @@ func (w *Writer) finishDataBlock() {
 func (w *Writer) writeBlock(block []byte, c Compression) (BlockHandle, error) {
 	typ := blockTypeNone
 	if c == SnappyCompression && len(block) <= maxCompressBlockLen {
-		w.compressed = snappy.Encode(w.compressed[:cap(w.compressed)], block)
+		w.compressed = w.bufs.snappy.encode(w.compressed, block)
 		if len(w.compressed) < len(block)-len(block)/8 {
 			block, typ = w.compressed, blockTypeSnappy
 		}
