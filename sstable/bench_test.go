@@ -72,3 +72,23 @@ func BenchmarkScan(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkScanBackward is BenchmarkScan from the last entry to the first,
+// for the default restart interval and for one restart point a block.
+func BenchmarkScanBackward(b *testing.B) {
+	entries, raw := benchEntries(50_000)
+	for _, ri := range []int{DefaultRestartInterval, 128} {
+		b.Run(fmt.Sprintf("restart=%d", ri), func(b *testing.B) {
+			r := openTable(b, writeTable(b, entries, WriterOptions{RestartInterval: ri}), ReaderOptions{})
+			b.SetBytes(raw)
+			for i := 0; i < b.N; i++ {
+				it := r.NewIter()
+				for ok := it.Last(); ok; ok = it.Prev() {
+				}
+				if err := it.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

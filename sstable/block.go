@@ -29,15 +29,32 @@ type blockIter struct {
 	valid      bool
 	err        error
 
+	// behind lists the entries of the current restart interval before the
+	// current one, oldest first, as the last scan from a restart point
+	// found them, with their keys end to end in behindKeys: Prev takes the
+	// predecessor from it instead of rescanning the interval, so that a
+	// backward pass over a block decodes each entry about twice rather than
+	// about half an interval's worth of entries each step.
+	behind     []behindEntry
+	behindKeys []byte
+
 	file     string // for error messages
 	blockOff int64
+}
+
+// behindEntry is a position of blockIter.behind.
+type behindEntry struct {
+	offset, next, restartIdx int
+	valOff                   int // the value is data[valOff:next]
+	keyEnd                   int // the key ends at behindKeys[keyEnd]
 }
 
 // init points the iterator at block data, validating its restart array.
 // internal says whether keys are internal keys (data and index blocks) or
 // raw bytes ordered bytewise (the metaindex).
 func (b *blockIter) init(data []byte, internal bool, file string, blockOff int64) error {
-	*b = blockIter{key: b.key[:0], spare: b.spare[:0], internal: internal, file: file, blockOff: blockOff}
+	*b = blockIter{key: b.key[:0], spare: b.spare[:0], behind: b.behind[:0], behindKeys: b.behindKeys[:0],
+		internal: internal, file: file, blockOff: blockOff}
 	if len(data) < 4 {
 		return b.corrupt("block of %d bytes is too short", len(data))
 	}
@@ -242,12 +259,44 @@ func (b *blockIter) Last() bool {
 		b.corrupt("last restart point has no entry")
 		return false
 	}
+	b.clearBehind()
 	for b.parseNext() {
 		if b.next >= b.restartsOff {
 			return true
 		}
+		b.pushBehind()
 	}
 	return false
+}
+
+// clearBehind empties behind.
+func (b *blockIter) clearBehind() {
+	b.behind, b.behindKeys = b.behind[:0], b.behindKeys[:0]
+}
+
+// pushBehind appends the current entry to behind.
+func (b *blockIter) pushBehind() {
+	b.behindKeys = append(b.behindKeys, b.key...)
+	b.behind = append(b.behind, behindEntry{offset: b.offset, next: b.next, restartIdx: b.restartIdx,
+		valOff: b.next - len(b.val), keyEnd: len(b.behindKeys)})
+}
+
+// popBehind moves to the last entry of behind, if it is the one right
+// before the current entry, and reports whether it was.
+func (b *blockIter) popBehind() bool {
+	n := len(b.behind)
+	if n == 0 || b.behind[n-1].next != b.offset {
+		return false
+	}
+	e := b.behind[n-1]
+	start := 0
+	if n > 1 {
+		start = b.behind[n-2].keyEnd
+	}
+	b.key = append(b.key[:0], b.behindKeys[start:e.keyEnd]...)
+	b.behind, b.behindKeys = b.behind[:n-1], b.behindKeys[:start]
+	b.offset, b.next, b.restartIdx, b.val = e.offset, e.next, e.restartIdx, b.data[e.valOff:e.next]
+	return true
 }
 
 // SeekGE moves to the first entry whose key is >= target.
@@ -311,6 +360,9 @@ func (b *blockIter) Prev() bool {
 	if !b.valid {
 		return false
 	}
+	if b.popBehind() {
+		return true
+	}
 	orig := b.offset
 	for {
 		r, ok := b.restart(b.restartIdx)
@@ -329,6 +381,7 @@ func (b *blockIter) Prev() bool {
 	if !b.seekToRestart(b.restartIdx) {
 		return false
 	}
+	b.clearBehind()
 	for b.parseNext() {
 		if b.next == orig {
 			return true
@@ -337,6 +390,7 @@ func (b *blockIter) Prev() bool {
 			b.corrupt("restart point %d is not at an entry boundary", b.restartIdx)
 			return false
 		}
+		b.pushBehind()
 	}
 	return false
 }

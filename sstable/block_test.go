@@ -37,7 +37,7 @@ func buildBlock(entries []kv, restartInterval int) []byte {
 func TestBlockRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for _, n := range []int{0, 1, 2, 15, 16, 17, 33, 200} {
-		for _, ri := range []int{1, 2, 16} {
+		for _, ri := range []int{1, 2, 16, 64} {
 			t.Run(fmt.Sprintf("n=%d/restart=%d", n, ri), func(t *testing.T) {
 				model := randomEntries(rng, n, 40)
 				b := buildBlock(model, ri)
