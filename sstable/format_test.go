@@ -18,7 +18,7 @@ func TestFormatConstants(t *testing.T) {
 	if FilterMetaKey != "filter.leveldb.BuiltinBloomFilter2" || oldFilterMetaKey != "filter.leveldb.BuiltinBloomFilter" {
 		t.Fatal("filter names changed")
 	}
-	if blockTypeNone != 0 || blockTypeSnappy != 1 || blockTypeZstd != 2 || filterBaseLg != 11 {
+	if blockTypeNone != 0 || blockTypeSnappy != 1 || blockTypeZstd != 2 || leveldbFilterBaseLg != 11 {
 		t.Fatal("block type or filter base changed")
 	}
 }

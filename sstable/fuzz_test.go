@@ -223,7 +223,7 @@ func FuzzFilter(f *testing.F) {
 	f.Add([]byte("apple\n\nbanana"), uint16(5000), uint8(1), []byte{0, 0, 0, 0, 11})
 	f.Add([]byte("k"), uint16(0), uint8(200), []byte{1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Fuzz(func(t *testing.T, keys []byte, step uint16, bits uint8, raw []byte) {
-		fw := filterWriter{bitsPerKey: int(bits)}
+		fw := filterWriter{bitsPerKey: int(bits), baseLg: filterBaseLgFor(int(step))}
 		users := bytes.Split(keys, []byte("\n"))
 		for i, u := range users {
 			if i%3 == 0 {

@@ -251,6 +251,50 @@ func TestBloomFalsePositiveRate(t *testing.T) {
 	}
 }
 
+// The filter block's range is the block size, stored in its last byte as
+// LevelDB's readers expect: 4 KiB blocks get a filter for every 4 KiB of
+// file rather than LevelDB's 2 KiB, clamped to [2 KiB, 1 MiB]. Every key
+// still passes its block's filter, and absent keys mostly do not.
+func TestFilterRangeFollowsBlockSize(t *testing.T) {
+	var model []kv
+	for i := 0; i < 5000; i++ {
+		model = append(model, kv{ikey.Make([]byte(fmt.Sprintf("k%06d", i*2)), 1, ikey.KindSet), bytes.Repeat([]byte{byte(i)}, 40)})
+	}
+	for _, tc := range []struct{ blockSize, lg int }{{512, 11}, {4096, 12}, {6000, 12}, {8192, 13}, {4 << 20, 20}} {
+		b := writeTable(t, model, WriterOptions{BlockSize: tc.blockSize, Compression: NoCompression})
+		counter := &countingReaderAt{r: bytes.NewReader(b)}
+		r, err := Open(counter, int64(len(b)), ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.loadedFilter(); err != nil || r.filter == nil {
+			t.Fatalf("block size %d: no filter: %v", tc.blockSize, err)
+		}
+		f := r.filter
+		if int(f.baseLg) != tc.lg {
+			t.Fatalf("block size %d: filter range 2^%d, want 2^%d", tc.blockSize, f.baseLg, tc.lg)
+		}
+		if dataEnd := r.footer.MetaIndex.Offset; f.num > int(dataEnd>>f.baseLg)+1 {
+			t.Fatalf("block size %d: %d filters for %d bytes of blocks", tc.blockSize, f.num, dataEnd)
+		}
+		for i := range model {
+			u := ikey.UserKey(model[i].key)
+			if _, _, found, err := r.Get(u, 1, nil); !found || err != nil {
+				t.Fatalf("block size %d: key %q not found: %v", tc.blockSize, u, err)
+			}
+		}
+		counter.n = 0
+		for i := range model {
+			if _, _, found, err := r.Get([]byte(fmt.Sprintf("k%06d", i*2+1)), 1, nil); found || err != nil {
+				t.Fatalf("block size %d: absent key found or error %v", tc.blockSize, err)
+			}
+		}
+		if counter.n > len(model)/50 {
+			t.Fatalf("block size %d: %d absent Gets read %d blocks; the filter should skip ~99%%", tc.blockSize, len(model), counter.n)
+		}
+	}
+}
+
 func TestFilterSkipsReads(t *testing.T) {
 	var model []kv
 	for i := 0; i < 1000; i++ {

@@ -184,6 +184,7 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 	} else if opts.BloomBitsPerKey > 0 {
 		tw.filter = &b.filter
 		tw.filter.bitsPerKey = opts.BloomBitsPerKey
+		tw.filter.baseLg = filterBaseLgFor(opts.BlockSize)
 		tw.filter.startBlock(0)
 	}
 	return tw
