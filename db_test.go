@@ -432,6 +432,7 @@ func TestInvalidOptions(t *testing.T) {
 		{BloomBitsPerKey: sstable.MaxBloomBitsPerKey + 1},
 		{MaxImmutableMemtables: 3},
 		{MaxImmutableMemtables: -1},
+		{BlockRestartInterval: -1},
 	} {
 		if _, err := shale.Open(dir, o); err == nil {
 			t.Errorf("Open with %+v succeeded", *o)
@@ -454,6 +455,51 @@ func TestInvalidOptions(t *testing.T) {
 	}
 	if _, err := db.Get([]byte("absent")); !errors.Is(err, shale.ErrNotFound) {
 		t.Fatalf("Get(absent) = %v", err)
+	}
+}
+
+// TestBlockRestartInterval: the option reaches the tables. With a restart
+// point at every key, no key shares its prefix with the one before, and
+// the same writes take more bytes than at the default; both read back.
+func TestBlockRestartInterval(t *testing.T) {
+	size := func(ri int) int64 {
+		t.Helper()
+		dir := t.TempDir()
+		db, err := shale.Open(dir, &shale.Options{BlockRestartInterval: ri, Compression: shale.NoCompression})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for i := 0; i < 2000; i++ {
+			if err := db.Put([]byte(fmt.Sprintf("restart-interval-key-%06d", i)), []byte("v"), shale.NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range []int{0, 777, 1999} {
+			if v, err := db.Get([]byte(fmt.Sprintf("restart-interval-key-%06d", i))); err != nil || string(v) != "v" {
+				t.Fatalf("interval %d: Get(%d) = %q, %v", ri, i, v, err)
+			}
+		}
+		tables, err := filepath.Glob(filepath.Join(dir, "*.ldb"))
+		if err != nil || len(tables) == 0 {
+			t.Fatalf("no tables: %v", err)
+		}
+		var n int64
+		for _, f := range tables {
+			info, err := os.Stat(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += info.Size()
+		}
+		return n
+	}
+	every, def := size(1), size(0)
+	if every < def+2000*15 {
+		t.Fatalf("tables take %d bytes with a restart point at every key, %d at the default: want 15 bytes a key more (each key whole, and its restart point)", every, def)
 	}
 }
 

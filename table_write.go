@@ -123,6 +123,7 @@ func finishTable(num uint64, f vfs.File, w *sstable.Writer) (*manifest.FileMeta,
 func (db *DB) tableWriterOptions() sstable.WriterOptions {
 	o := sstable.WriterOptions{
 		BlockSize:       db.opts.BlockSize,
+		RestartInterval: db.opts.BlockRestartInterval,
 		BloomBitsPerKey: db.opts.BloomBitsPerKey,
 		Compression:     sstable.SnappyCompression,
 	}
