@@ -60,3 +60,71 @@ func TestOneShotOpensWriteNoTables(t *testing.T) {
 		t.Errorf("last sequence %d (%v), want %d", st.LastSequence, err, n)
 	}
 }
+
+// An Open that replays a sixteenth of the write buffer or more (here, the
+// writes of a process that ended without a flush) still carries them
+// forward, and flushes them in the background at once: Close waits for
+// the table, and the next Open replays nothing. Open does not wait for
+// the table, and every write reads back from it, before and after.
+func TestOpenFlushesLargeCarry(t *testing.T) {
+	dir := t.TempDir()
+	opts := &shale.Options{WriteBufferSize: 1 << 20} // flushes carries of 64 KiB and up
+	value := strings.Repeat("v", 200)
+	const n = 500 // about 110 KiB of WAL records
+	db, err := shale.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := db.Put([]byte(fmt.Sprintf("key%04d", i)), []byte(value), shale.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tables := func() int {
+		t.Helper()
+		m, err := filepath.Glob(filepath.Join(dir, "*.ldb"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(m)
+	}
+	if got := tables(); got != 0 {
+		t.Fatalf("%d tables before the reopen, want none", got)
+	}
+	check := func(db *shale.DB) {
+		t.Helper()
+		for i := range n {
+			if v, err := db.Get([]byte(fmt.Sprintf("key%04d", i))); err != nil || string(v) != value {
+				t.Fatalf("key%04d: %d bytes, %v", i, len(v), err)
+			}
+		}
+	}
+	db, err = shale.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := db.Recovery(); len(r.Logs) != 1 || r.Logs[0].Records != n {
+		t.Fatalf("first reopen replayed %+v, want %d records", r.Logs, n)
+	}
+	check(db)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := tables(); got != 1 {
+		t.Fatalf("%d tables after the reopen, want the carried writes' one", got)
+	}
+	db, err = shale.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, l := range db.Recovery().Logs {
+		if l.Records != 0 {
+			t.Fatalf("second reopen replayed %d records of log %d, want none", l.Records, l.FileNum)
+		}
+	}
+	check(db)
+}

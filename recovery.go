@@ -108,6 +108,16 @@ func (db *DB) awaitReplayFlush(res *replayResult) error {
 // Open, and a full memtable is flushed as usual.
 func (db *DB) carryLimit() int64 { return db.opts.WriteBufferSize / 4 }
 
+// flushCarriedAt is the WAL bytes carried forward past which Open flushes
+// them in the background: it switches the memtable and its new WAL out at
+// once, as a full memtable is. Below it, the records stay in the WAL for
+// the next writes to join, so that a database reopened for a few writes
+// at a time gains no table per Open. Above it, carrying them again at
+// every Open would rewrite and replay them (a megabyte after db_bench's
+// fill was killed, every later Open), and they take about twice the
+// bytes in the WAL that they take in a table.
+func (db *DB) flushCarriedAt() int64 { return db.opts.WriteBufferSize / 16 }
+
 // noteCarry keeps a copy of rec for carrying forward, until the records
 // kept pass carryLimit.
 func (db *DB) noteCarry(res *replayResult, rec []byte) {
