@@ -38,12 +38,15 @@
 // block format, 2 zstd, which this package refuses), then fixed32 LE of
 // the masked crc32c (Castagnoli) of the stored block and that byte. The
 // mask is ((c >> 15) | (c << 17)) + 0xa282ead8. The Writer compresses a
-// block only when snappy saves at least an eighth of it.
+// block only when snappy saves at least an eighth of it. It writes the
+// snappy format with its own encoder (snappy_encode.go), which finds
+// smaller encodings than golang/snappy's; golang/snappy decodes.
 //
 // Data, index and metaindex blocks share one layout. Each entry stores only
 // what its key does not share with the previous key; every RestartInterval
-// entries (16 in data blocks, 1 in the index) an entry stores its whole
-// key (a restart point), so a reader can binary-search the restart array:
+// entries (32 in data blocks by default, LevelDB's 16; 1 in the index) an
+// entry stores its whole key (a restart point), so a reader can
+// binary-search the restart array:
 //
 //	+--------------------+----------------------+------------------+-----------+-------+
 //	| shared (varint32)  | unshared (varint32)  | value length     | key delta | value |
@@ -59,11 +62,13 @@
 // "filter.leveldb.BuiltinBloomFilter2" to the filter block's handle.
 //
 // The filter block holds bloom filters over user keys: filter i covers the
-// data blocks that start in [i*2 KiB, (i+1)*2 KiB):
+// data blocks that start in [i<<lg, (i+1)<<lg), with lg in the block's last
+// byte (LevelDB writes 11; the Writer log2 of BlockSize, see
+// filterBaseLgFor):
 //
 //	+----------+-----+------------+--------------------+-----+----------------------+----------+
 //	| filter 0 | ... | filter n-1 | offset of filter 0 | ... | offset of this array | base lg  |
-//	|          |     |            | (fixed32)          |     | (fixed32)            | (11)     |
+//	|          |     |            | (fixed32)          |     | (fixed32)            | (lg)     |
 //	+----------+-----+------------+--------------------+-----+----------------------+----------+
 //
 // Each filter is LevelDB's bloom filter: bits set by k probes of double
