@@ -42,6 +42,11 @@ type blockIter struct {
 	blockOff int64
 }
 
+// maxKeptBehind is the most bytes of behind or behindKeys that init keeps
+// for the next block: a restart interval of long keys, read once, should
+// not stay with a pooled iterator for good.
+const maxKeptBehind = 64 << 10
+
 // behindEntry is a position of blockIter.behind.
 type behindEntry struct {
 	offset, next, restartIdx int
@@ -53,7 +58,8 @@ type behindEntry struct {
 // internal says whether keys are internal keys (data and index blocks) or
 // raw bytes ordered bytewise (the metaindex).
 func (b *blockIter) init(data []byte, internal bool, file string, blockOff int64) error {
-	*b = blockIter{key: b.key[:0], spare: b.spare[:0], behind: b.behind[:0], behindKeys: b.behindKeys[:0],
+	*b = blockIter{key: b.key[:0], spare: b.spare[:0],
+		behind: emptied(b.behind, maxKeptBehind), behindKeys: emptied(b.behindKeys, maxKeptBehind),
 		internal: internal, file: file, blockOff: blockOff}
 	if len(data) < 4 {
 		return b.corrupt("block of %d bytes is too short", len(data))

@@ -128,3 +128,41 @@ func TestBlockCorrupt(t *testing.T) {
 		})
 	}
 }
+
+// A block iterator gives up, at its next block, the entries Prev kept of a
+// restart interval of long keys, and keeps those of ordinary ones.
+func TestBlockIterDropsLargeBehind(t *testing.T) {
+	build := func(keyLen int) []byte {
+		var model []kv
+		for i := 0; i < 40; i++ {
+			u := fmt.Sprintf("%0*d", keyLen, i)
+			model = append(model, kv{ikey.Make([]byte(u), 1, ikey.KindSet), []byte("v")})
+		}
+		return buildBlock(model, 64)
+	}
+	var it blockIter
+	for _, tc := range []struct {
+		keyLen int
+		kept   bool
+	}{{10, true}, {4 << 10, false}} {
+		if err := it.init(build(tc.keyLen), true, "test", 0); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for ok := it.Last(); ok; ok = it.Prev() {
+			n++
+		}
+		if n != 40 || it.err != nil {
+			t.Fatalf("key length %d: backward pass saw %d entries, err %v", tc.keyLen, n, it.err)
+		}
+		if cap(it.behindKeys) == 0 {
+			t.Fatalf("key length %d: Prev kept no entries", tc.keyLen)
+		}
+		if err := it.init(build(10), true, "test", 0); err != nil {
+			t.Fatal(err)
+		}
+		if kept := cap(it.behindKeys) > 0; kept != tc.kept {
+			t.Fatalf("key length %d: buffer of %d bytes kept = %v, want %v", tc.keyLen, cap(it.behindKeys), kept, tc.kept)
+		}
+	}
+}
