@@ -162,10 +162,10 @@ func (db *DB) makeRoomLocked(force bool) error {
 		case !force && db.mu.mem.ApproximateSize() < db.opts.WriteBufferSize:
 			return nil
 		case len(db.mu.imm) >= db.opts.MaxImmutableMemtables:
-			db.waitLocked(stallMemtable, &counted)
+			db.waitLocked(force, stallMemtable, &counted)
 			continue
 		case db.l0Tables.Load() >= l0StopTables:
-			db.waitLocked(stallL0, &counted)
+			db.waitLocked(force, stallL0, &counted)
 			continue
 		}
 		return db.switchMemtableLocked()
@@ -195,11 +195,14 @@ func (db *DB) slowdownLocked() time.Duration {
 
 // waitLocked waits for background progress and adds the wait to the
 // write's stall of kind k: one stall a write, however many times a flush
-// or compaction that ends wakes it (see stallCounters.addWait).
-func (db *DB) waitLocked(k stallKind, counted *[numStallKinds]bool) {
+// or compaction that ends wakes it (see stallCounters.addWait). A forced
+// switch (Flush) waits uncounted: the stall metrics count writes.
+func (db *DB) waitLocked(force bool, k stallKind, counted *[numStallKinds]bool) {
 	start := time.Now()
 	db.mu.bgCond.Wait()
-	db.mu.stalls.addWait(k, time.Since(start), counted)
+	if !force {
+		db.mu.stalls.addWait(k, time.Since(start), counted)
+	}
 }
 
 // switchMemtableLocked retires the memtable and its WAL: a new WAL takes

@@ -345,8 +345,9 @@ func TestDefaultOneImmutableMemtable(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the write still waits after the first flush was done")
 	}
-	if m := db.Metrics(); m.Stalls.MemtableFull.Count != 1 {
-		t.Fatalf("%d memtable stalls counted, want the one", m.Stalls.MemtableFull.Count)
+	if m := db.Metrics(); m.Stalls.MemtableFull.Count != 0 {
+		// The switch that waited was a Flush's, not a write's.
+		t.Fatalf("%d memtable stalls counted, want none: no write waited", m.Stalls.MemtableFull.Count)
 	}
 	checkValues := func(where string) {
 		t.Helper()
@@ -365,4 +366,61 @@ func TestDefaultOneImmutableMemtable(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkValues("after both flushes")
+}
+
+// A write that fills the memtable while the one before it waits for its
+// flush waits too, and counts as one memtable stall; the Flush that
+// follows it waits uncounted.
+func TestWriteStallCountedFlushNot(t *testing.T) {
+	g := newGateFS()
+	db := reviewMustOpen(t, g, &Options{WriteBufferSize: 64 << 10, disableAutoCompactions: true})
+	g.arm(t)
+	val := bytes.Repeat([]byte("w"), 1000)
+	if err := db.Put(bgKey(0), val, NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.commit.enqueue(db, nil, false, true); err != nil { // the first switch: its flush is held
+		t.Fatal(err)
+	}
+	db.mu.Lock()
+	first := db.mu.imm[0].tableNum
+	db.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		for i := 1; i < 70; i++ { // 70 KB: fills the 64 KiB memtable once
+			if err := db.Put(bgKey(i), val, NoSync); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- db.Flush()
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the writes went on while the first flush was held (%v)", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	g.release(first, nil)
+	for {
+		db.mu.Lock()
+		var next uint64
+		if len(db.mu.imm) > 0 && db.mu.imm[0].tableNum != first {
+			next = db.mu.imm[0].tableNum
+		}
+		db.mu.Unlock()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := db.Metrics(); m.Stalls.MemtableFull.Count != 1 || m.Stalls.MemtableFull.Duration <= 0 {
+				t.Fatalf("memtable stalls: %d in %v, want the one write's", m.Stalls.MemtableFull.Count, m.Stalls.MemtableFull.Duration)
+			}
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		if next != 0 {
+			g.release(next, nil)
+		}
+	}
 }

@@ -69,8 +69,9 @@ type Metrics struct {
 
 	// Stalls: Slowdown is a write delayed because level 0 reached 8
 	// tables; MemtableFull a write waiting because full memtables
-	// (Options.MaxImmutableMemtables of them) waited to be flushed; L0Full a write waiting because level 0 held 12
-	// tables.
+	// (Options.MaxImmutableMemtables of them) waited to be flushed;
+	// L0Full a write waiting because level 0 held 12 tables. Flush waits
+	// for the same reasons uncounted.
 	Stalls struct{ Slowdown, MemtableFull, L0Full StallMetrics }
 
 	// BlockCache: hits, misses, and the bytes of data blocks it holds out
