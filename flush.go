@@ -136,8 +136,9 @@ func (db *DB) waitFlushTurn(imm *immMemtable) error {
 // l0SlowdownTables level-0 tables the write is delayed once. If the
 // memtable is full (or force is set and it holds anything) it becomes
 // immutable and a new memtable and WAL take over, unless
-// Options.MaxImmutableMemtables memtables already wait for a flush or level 0 holds l0StopTables: then
-// the write waits. Called by the commit leader only.
+// Options.MaxImmutableMemtables memtables already wait for a flush or
+// level 0 holds l0StopTables: then the write waits. Called by the commit
+// leader only.
 func (db *DB) makeRoomLocked(force bool) error {
 	slowed := force
 	var counted [numStallKinds]bool

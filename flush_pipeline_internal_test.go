@@ -160,6 +160,18 @@ func fillTwoMemtables(t *testing.T, db *DB, base, n int) {
 	}
 }
 
+// forceSwitch makes the memtable immutable, as Flush does before it
+// waits, and returns the table number its flush writes.
+func forceSwitch(t *testing.T, db *DB) uint64 {
+	t.Helper()
+	if err := db.commit.enqueue(db, nil, false, true); err != nil {
+		t.Fatal(err)
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.mu.imm[len(db.mu.imm)-1].tableNum
+}
+
 func checkNewValues(t *testing.T, db *DB, base, n int, where string) {
 	t.Helper()
 	want := bytes.Repeat([]byte("new"), 40)
@@ -312,12 +324,7 @@ func TestDefaultOneImmutableMemtable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := db.commit.enqueue(db, nil, false, true); err != nil {
-		t.Fatal(err)
-	}
-	db.mu.Lock()
-	first := db.mu.imm[0].tableNum
-	db.mu.Unlock()
+	first := forceSwitch(t, db)
 	done := make(chan error, 1)
 	go func() {
 		for i := range n {
@@ -379,12 +386,7 @@ func TestWriteStallCountedFlushNot(t *testing.T) {
 	if err := db.Put(bgKey(0), val, NoSync); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.commit.enqueue(db, nil, false, true); err != nil { // the first switch: its flush is held
-		t.Fatal(err)
-	}
-	db.mu.Lock()
-	first := db.mu.imm[0].tableNum
-	db.mu.Unlock()
+	first := forceSwitch(t, db) // its flush is held
 	done := make(chan error, 1)
 	go func() {
 		for i := 1; i < 70; i++ { // 70 KB: fills the 64 KiB memtable once

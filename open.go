@@ -74,14 +74,15 @@ func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 	db.memChunks.Trim() // what the memtables replay wrote to tables held
 	db.deleteObsoleteFiles()
 	db.mu.Lock()
-	defer db.mu.Unlock()
 	if !rec.carryOff && rec.carryBytes >= db.flushCarriedAt() && !db.mu.mem.Empty() {
 		// No writer runs yet: Open stands in for the commit leader.
 		if err := db.switchMemtableLocked(); err != nil {
+			db.mu.Unlock()
 			return nil, err
 		}
 	}
 	db.maybeScheduleLocked() // a database opened over its L0 trigger compacts
+	db.mu.Unlock()
 	if db.l0Tables.Load() > 0 {
 		db.armIdle() // a database opened to be read compacts level 0 once idle
 	}

@@ -72,7 +72,7 @@ const (
 	// stores its key whole and 4 bytes more, and at 16 keys apart they
 	// took 0.4% of fillrandom's tables (100-byte values); a lookup in a
 	// block scans about 8 more keys, which readrandom did not show.
-	DefaultBlockRestartInterval = 32
+	DefaultBlockRestartInterval = sstable.DefaultRestartInterval
 	DefaultBloomBitsPerKey      = 10
 	DefaultTargetFileSize       = 2 << 20
 	// DefaultMaxImmutableMemtables is Options.MaxImmutableMemtables'

@@ -28,7 +28,7 @@ const (
 // Writer defaults.
 const (
 	DefaultBlockSize       = 4096
-	DefaultRestartInterval = 32 // LevelDB's is 16; see shale.DefaultBlockRestartInterval
+	DefaultRestartInterval = 32 // LevelDB's is 16: see shale.DefaultBlockRestartInterval
 )
 
 // maxCompressBlockLen is the largest block the Writer compresses; readers

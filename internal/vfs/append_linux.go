@@ -267,9 +267,10 @@ var zeros [64 << 10]byte
 // (or zeroed before) to zeroRun past end, once appends up to end would
 // come within reserveAfter of what was zeroed. A Sync append then
 // overwrites blocks that are allocated and written, and the fdatasync
-// after it writes the data alone: into a block reserved with fallocate (an unwritten extent), the
-// file system must also commit the extent's conversion to written, and
-// past the end of the file its new size, each a journal commit. Measured
+// after it writes the data alone: into a block reserved with fallocate
+// (an unwritten extent), the file system must also commit the extent's
+// conversion to written, and past the end of the file its new size, each
+// a journal commit. Measured
 // here (ext4, a 1 KiB append then fdatasync, 2,000 times): 210 to 230 µs
 // a sync past the end, 170 to 190 into reserved blocks, 153 to 171 into
 // zeroed ones. The zeros are written back once, with the sync after them:
