@@ -787,3 +787,61 @@ func TestIdleCompactsLevel0(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenCompactionTakesCarriedTable: a database reopened with level 0 at
+// its trigger and a WAL to carry writes the carried table before it
+// compacts, so that the one compaction of level 0 takes that table along.
+// Started beside the flush, the compaction left the carried table alone in
+// level 0, with older versions of its keys below it, until the next one.
+func TestOpenCompactionTakesCarriedTable(t *testing.T) {
+	dir := t.TempDir()
+	const wbs = 256 << 10 // carries of 16 KiB and up are flushed at Open
+	db, err := Open(dir, &Options{WriteBufferSize: wbs, disableAutoCompactions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := func(round, i int) []byte {
+		return []byte(fmt.Sprintf("%d-%d-%s", round, i, bytes.Repeat([]byte{'v'}, 150)))
+	}
+	const keys = 300
+	for round := range 5 {
+		for i := range keys {
+			if err := db.Put(bgKey(i), val(round, i), NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if round < 4 { // four level-0 tables; the last round stays in the WAL
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := db.l0Tables.Load(); n != 4 {
+		t.Fatalf("%d level-0 tables before the reopen, want the trigger's 4", n)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(dir, &Options{WriteBufferSize: wbs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if r := db.Recovery(); len(r.Logs) != 1 || r.Logs[0].Records != keys {
+		t.Fatalf("the reopen replayed %+v, want %d records", r.Logs, keys)
+	}
+	waitIdle(t, db)
+	m := db.Metrics()
+	if m.Flushes != 1 || m.Compactions.Default != 1 || m.Levels[0].Tables != 0 {
+		t.Fatalf("after the reopen: %d flushes, %d compactions, %d level-0 tables; want 1, 1 and 0:\n%s",
+			m.Flushes, m.Compactions.Default, m.Levels[0].Tables, m)
+	}
+	if base := m.Levels[m.BaseLevel]; base.Compactions != 1 || base.Tables == 0 {
+		t.Fatalf("base level L%d: %+v", m.BaseLevel, base)
+	}
+	for i := range keys {
+		if v, err := db.Get(bgKey(i)); err != nil || !bytes.Equal(v, val(4, i)) {
+			t.Fatalf("%s: %.12q, %v", bgKey(i), v, err)
+		}
+	}
+}

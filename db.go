@@ -86,6 +86,10 @@ type DB struct {
 		flushes     int
 		compactions []*compactionJob
 		manual      []*manualCompaction
+		// carryFlushing is set while the flush Open started for the
+		// writes its logs carried runs: no compaction starts before it
+		// ends (see Open).
+		carryFlushing bool
 		// cleanupPending is set while a cleanup started by cleanupSoon
 		// has not begun.
 		cleanupPending bool

@@ -287,6 +287,7 @@ func (db *DB) flush(imm *immMemtable) {
 	meta, err := db.flushMemtable(imm)
 	db.mu.Lock()
 	db.mu.flushes--
+	db.mu.carryFlushing = false // the first flush to end is Open's: it is the oldest
 	if err != nil {
 		db.setBackgroundErrorLocked(errors.Wrap(err, "shale: flush"))
 	} else {

@@ -75,6 +75,11 @@ func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 	db.deleteObsoleteFiles()
 	db.mu.Lock()
 	if !rec.carryOff && rec.carryBytes >= db.flushCarriedAt() && !db.mu.mem.Empty() {
+		// Compactions wait for the carried table, as in LevelDB, which
+		// writes it inside Open: a compaction of level 0 that is due now
+		// takes it along instead of leaving it behind in level 0 (with
+		// older versions of its keys below it) for the next one.
+		db.mu.carryFlushing = true
 		// No writer runs yet: Open stands in for the commit leader.
 		if err := db.switchMemtableLocked(); err != nil {
 			db.mu.Unlock()

@@ -50,6 +50,9 @@ func (db *DB) maybeScheduleLocked() {
 		return
 	}
 	db.startFlushesLocked()
+	if db.mu.carryFlushing {
+		return
+	}
 	if len(db.mu.manual) > 0 {
 		if len(db.mu.compactions) == 0 {
 			m := db.mu.manual[0]
