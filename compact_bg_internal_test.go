@@ -845,3 +845,65 @@ func TestOpenCompactionTakesCarriedTable(t *testing.T) {
 		}
 	}
 }
+
+// slowTableSyncs delays the syncs of tables: a flush or compaction stays
+// under way for at least d.
+type slowTableSyncs struct {
+	*vfs.MemFS
+	d time.Duration
+}
+
+func (s *slowTableSyncs) Create(name string) (vfs.File, error) {
+	f, err := s.MemFS.Create(name)
+	if err != nil || !isType(filepath.Base(name), filename.Table) {
+		return f, err
+	}
+	return &slowSyncFile{File: f, d: s.d}, nil
+}
+
+// TestCloseRunsCompactionHeldForCarry: Close right after an Open whose
+// carried table brings level 0 to its trigger waits for that table and
+// then for the compaction it made due, which Open held back for it. It
+// left level 0 over its trigger before.
+func TestCloseRunsCompactionHeldForCarry(t *testing.T) {
+	mem := vfs.NewMem()
+	const wbs = 256 << 10 // carries of 16 KiB and up are flushed at Open
+	db := reviewMustOpen(t, mem, &Options{WriteBufferSize: wbs, disableAutoCompactions: true})
+	val := func(round, i int) []byte {
+		return []byte(fmt.Sprintf("%d-%d-%s", round, i, bytes.Repeat([]byte{'v'}, 150)))
+	}
+	const keys = 300
+	for round := range 4 {
+		for i := range keys {
+			if err := db.Put(bgKey(i), val(round, i), NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if round < 3 { // three level-0 tables, one short of the trigger
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db = reviewMustOpen(t, &slowTableSyncs{MemFS: mem, d: 100 * time.Millisecond}, &Options{WriteBufferSize: wbs})
+	if n := db.l0Tables.Load(); n != 3 {
+		t.Fatalf("%d level-0 tables as Open returns, want 3 (the carried table's flush takes 100 ms)", n)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db = reviewMustOpen(t, mem, &Options{WriteBufferSize: wbs, disableAutoCompactions: true})
+	if n := db.l0Tables.Load(); n != 0 {
+		t.Fatalf("%d level-0 tables after the Close, want none:\n%s", n, db.Metrics())
+	}
+	for i := range keys {
+		if v, err := db.Get(bgKey(i)); err != nil || !bytes.Equal(v, val(3, i)) {
+			t.Fatalf("%s: %.12q, %v", bgKey(i), v, err)
+		}
+	}
+}

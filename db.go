@@ -237,7 +237,8 @@ func (db *DB) releaseTables() error {
 // Recovery returns what Open found in the write-ahead logs it replayed.
 func (db *DB) Recovery() RecoveryReport { return db.recovery }
 
-// Close waits for writes, flushes and automatic compactions under way,
+// Close waits for writes, flushes and automatic compactions under way
+// (counting those that Open's flush of the writes it carried held back),
 // starts no more, interrupts a manual compaction (Compact returns
 // ErrClosed and its unfinished outputs are deleted), and releases the
 // directory. An automatic compaction merges one level's tables into their

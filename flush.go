@@ -287,7 +287,8 @@ func (db *DB) flush(imm *immMemtable) {
 	meta, err := db.flushMemtable(imm)
 	db.mu.Lock()
 	db.mu.flushes--
-	db.mu.carryFlushing = false // the first flush to end is Open's: it is the oldest
+	held := db.mu.carryFlushing // the first flush to end is Open's: it is the oldest
+	db.mu.carryFlushing = false
 	if err != nil {
 		db.setBackgroundErrorLocked(errors.Wrap(err, "shale: flush"))
 	} else {
@@ -296,6 +297,14 @@ func (db *DB) flush(imm *immMemtable) {
 		db.mu.counters.noteFlush(meta)
 		db.mu.bgCond.Broadcast()
 		db.maybeScheduleLocked()
+		if held && db.mu.closed && db.mu.bgErr == nil {
+			// Close came while Open's flush held the compactions back:
+			// they start now, and Close waits for them as for any under
+			// way. Otherwise a database opened, read briefly and closed
+			// would be left with level 0 over its trigger, and with the
+			// bytes of the tables the compaction would replace.
+			db.startAutomaticLocked()
+		}
 	}
 	db.mu.Unlock()
 	if err == nil {

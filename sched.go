@@ -61,6 +61,12 @@ func (db *DB) maybeScheduleLocked() {
 		}
 		return
 	}
+	db.startAutomaticLocked()
+}
+
+// startAutomaticLocked starts compactions picked by compaction.Pick up to
+// MaxConcurrentCompactions.
+func (db *DB) startAutomaticLocked() {
 	for !db.opts.disableAutoCompactions && len(db.mu.compactions) < db.opts.MaxConcurrentCompactions {
 		c := db.pickLocked()
 		if c == nil {
