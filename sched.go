@@ -42,9 +42,10 @@ func defaultMaxConcurrentCompactions() int {
 // then, unless a manual compaction waits (it runs alone, once the running
 // ones end), it starts compactions picked by compaction.Pick up to
 // MaxConcurrentCompactions. Flushes and compactions run side by side, so
-// a flush never waits behind a compaction. Call it after anything that may
-// make work due: a memtable switch, the end of a flush or compaction, a
-// manual request, the release of a snapshot, Open.
+// a flush never waits behind a compaction; only the flush of the writes
+// Open carried holds compactions back (see Open). Call it after anything
+// that may make work due: a memtable switch, the end of a flush or
+// compaction, a manual request, the release of a snapshot, Open.
 func (db *DB) maybeScheduleLocked() {
 	if db.mu.closed || db.mu.bgErr != nil || db.opts.ReadOnly {
 		return
