@@ -485,26 +485,30 @@ func TestSlowdownDebt(t *testing.T) {
 	}
 }
 
-// slowLogSyncs is a MemFS on which syncing a WAL, or the directory, takes
-// d: what a memory switch would cost the committing writer if it synced
-// the retired WAL and the new one's directory entry itself.
-type slowLogSyncs struct {
+// slowSyncs is a MemFS on which syncing a file of type typ takes d, and
+// syncing the directory too if dirs is set. With WALs and the directory:
+// what a memory switch would cost the committing writer if it synced the
+// retired WAL and the new one's directory entry itself. With tables: a
+// flush or compaction stays under way for at least d.
+type slowSyncs struct {
 	*vfs.MemFS
-	d time.Duration
+	d    time.Duration
+	typ  filename.Type
+	dirs bool
 }
 
-func (s *slowLogSyncs) Create(name string) (vfs.File, error) {
+func (s *slowSyncs) Create(name string) (vfs.File, error) {
 	f, err := s.MemFS.Create(name)
-	if err != nil || !isType(filepath.Base(name), filename.Log) {
+	if err != nil || !isType(filepath.Base(name), s.typ) {
 		return f, err
 	}
 	return &slowSyncFile{File: f, d: s.d}, nil
 }
 
-func (s *slowLogSyncs) OpenDir(name string) (vfs.File, error) {
+func (s *slowSyncs) OpenDir(name string) (vfs.File, error) {
 	f, err := s.MemFS.OpenDir(name)
-	if err != nil {
-		return nil, err
+	if err != nil || !s.dirs {
+		return f, err
 	}
 	return &slowSyncFile{File: f, d: s.d}, nil
 }
@@ -524,7 +528,7 @@ func (f *slowSyncFile) Sync() error {
 // a Sync write right after it does, and everything survives a power loss.
 func TestMemtableSwitchSyncsInBackground(t *testing.T) {
 	mem := vfs.NewMem()
-	fsys := &slowLogSyncs{MemFS: mem, d: 100 * time.Millisecond}
+	fsys := &slowSyncs{MemFS: mem, d: 100 * time.Millisecond, typ: filename.Log, dirs: true}
 	db := reviewMustOpen(t, fsys, &Options{WriteBufferSize: 16 << 10, MaxImmutableMemtables: 2})
 	val := bytes.Repeat([]byte("m"), 100)
 	var slowest time.Duration
@@ -788,6 +792,33 @@ func TestIdleCompactsLevel0(t *testing.T) {
 	}
 }
 
+// carryKeys is how many keys each round of layCarryRounds writes.
+const carryKeys = 300
+
+// carryValue is key i's value in round r of layCarryRounds.
+func carryValue(r, i int) []byte {
+	return []byte(fmt.Sprintf("%d-%d-%s", r, i, bytes.Repeat([]byte{'v'}, 150)))
+}
+
+// layCarryRounds writes flushed+1 rounds of carryKeys keys, flushing each
+// round but the last to a level-0 table (db must not compact): the last
+// round, about 50 KB, stays in the WAL for the next Open to carry.
+func layCarryRounds(t *testing.T, db *DB, flushed int) {
+	t.Helper()
+	for r := range flushed + 1 {
+		for i := range carryKeys {
+			if err := db.Put(bgKey(i), carryValue(r, i), NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r < flushed {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 // TestOpenCompactionTakesCarriedTable: a database reopened with level 0 at
 // its trigger and a WAL to carry writes the carried table before it
 // compacts, so that the one compaction of level 0 takes that table along.
@@ -800,22 +831,7 @@ func TestOpenCompactionTakesCarriedTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	val := func(round, i int) []byte {
-		return []byte(fmt.Sprintf("%d-%d-%s", round, i, bytes.Repeat([]byte{'v'}, 150)))
-	}
-	const keys = 300
-	for round := range 5 {
-		for i := range keys {
-			if err := db.Put(bgKey(i), val(round, i), NoSync); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if round < 4 { // four level-0 tables; the last round stays in the WAL
-			if err := db.Flush(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	layCarryRounds(t, db, 4) // four level-0 tables, the trigger
 	if n := db.l0Tables.Load(); n != 4 {
 		t.Fatalf("%d level-0 tables before the reopen, want the trigger's 4", n)
 	}
@@ -827,8 +843,8 @@ func TestOpenCompactionTakesCarriedTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if r := db.Recovery(); len(r.Logs) != 1 || r.Logs[0].Records != keys {
-		t.Fatalf("the reopen replayed %+v, want %d records", r.Logs, keys)
+	if r := db.Recovery(); len(r.Logs) != 1 || r.Logs[0].Records != carryKeys {
+		t.Fatalf("the reopen replayed %+v, want %d records", r.Logs, carryKeys)
 	}
 	waitIdle(t, db)
 	m := db.Metrics()
@@ -839,26 +855,11 @@ func TestOpenCompactionTakesCarriedTable(t *testing.T) {
 	if base := m.Levels[m.BaseLevel]; base.Compactions != 1 || base.Tables == 0 {
 		t.Fatalf("base level L%d: %+v", m.BaseLevel, base)
 	}
-	for i := range keys {
-		if v, err := db.Get(bgKey(i)); err != nil || !bytes.Equal(v, val(4, i)) {
+	for i := range carryKeys {
+		if v, err := db.Get(bgKey(i)); err != nil || !bytes.Equal(v, carryValue(4, i)) {
 			t.Fatalf("%s: %.12q, %v", bgKey(i), v, err)
 		}
 	}
-}
-
-// slowTableSyncs delays the syncs of tables: a flush or compaction stays
-// under way for at least d.
-type slowTableSyncs struct {
-	*vfs.MemFS
-	d time.Duration
-}
-
-func (s *slowTableSyncs) Create(name string) (vfs.File, error) {
-	f, err := s.MemFS.Create(name)
-	if err != nil || !isType(filepath.Base(name), filename.Table) {
-		return f, err
-	}
-	return &slowSyncFile{File: f, d: s.d}, nil
 }
 
 // TestCloseRunsCompactionHeldForCarry: Close right after an Open whose
@@ -869,27 +870,12 @@ func TestCloseRunsCompactionHeldForCarry(t *testing.T) {
 	mem := vfs.NewMem()
 	const wbs = 256 << 10 // carries of 16 KiB and up are flushed at Open
 	db := reviewMustOpen(t, mem, &Options{WriteBufferSize: wbs, disableAutoCompactions: true})
-	val := func(round, i int) []byte {
-		return []byte(fmt.Sprintf("%d-%d-%s", round, i, bytes.Repeat([]byte{'v'}, 150)))
-	}
-	const keys = 300
-	for round := range 4 {
-		for i := range keys {
-			if err := db.Put(bgKey(i), val(round, i), NoSync); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if round < 3 { // three level-0 tables, one short of the trigger
-			if err := db.Flush(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	layCarryRounds(t, db, 3) // three level-0 tables, one short of the trigger
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	db = reviewMustOpen(t, &slowTableSyncs{MemFS: mem, d: 100 * time.Millisecond}, &Options{WriteBufferSize: wbs})
+	db = reviewMustOpen(t, &slowSyncs{MemFS: mem, d: 100 * time.Millisecond, typ: filename.Table}, &Options{WriteBufferSize: wbs})
 	if n := db.l0Tables.Load(); n != 3 {
 		t.Fatalf("%d level-0 tables as Open returns, want 3 (the carried table's flush takes 100 ms)", n)
 	}
@@ -901,8 +887,8 @@ func TestCloseRunsCompactionHeldForCarry(t *testing.T) {
 	if n := db.l0Tables.Load(); n != 0 {
 		t.Fatalf("%d level-0 tables after the Close, want none:\n%s", n, db.Metrics())
 	}
-	for i := range keys {
-		if v, err := db.Get(bgKey(i)); err != nil || !bytes.Equal(v, val(3, i)) {
+	for i := range carryKeys {
+		if v, err := db.Get(bgKey(i)); err != nil || !bytes.Equal(v, carryValue(3, i)) {
 			t.Fatalf("%s: %.12q, %v", bgKey(i), v, err)
 		}
 	}
