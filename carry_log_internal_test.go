@@ -29,8 +29,8 @@ func carryRecords(n int, large bool) (carriedRecs, after [][]byte) {
 	for range n {
 		carriedRecs = append(carriedRecs, rec())
 	}
-	// About 100 KB: past the 64 KiB that go out with pwritev after a
-	// sync, the rest is copied into the mapping.
+	// About 100 KB: past the 64 KiB that are zeroed ahead of after a
+	// sync.
 	for range 1000 {
 		after = append(after, rec())
 	}

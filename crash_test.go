@@ -55,8 +55,7 @@ func makeCrashOp(c, g, i int) crashOp {
 	for j := range n {
 		v := strings.Repeat(strconv.Itoa(i), 1+r.IntN(60)) // up to a few hundred bytes
 		if r.IntN(20) == 0 {
-			// 8 to 32 KiB: the WAL writes such fragments with pwritev
-			// rather than copying them into its mapping.
+			// 8 to 32 KiB: records that span log blocks.
 			v = strings.Repeat(v, 1+(8<<10+r.IntN(24<<10))/len(v))
 		}
 		op.puts = append(op.puts, [2]string{crashKey(c, g, i, j), v})

@@ -2,7 +2,6 @@ package shale
 
 import (
 	"io"
-	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
@@ -15,32 +14,26 @@ import (
 type logFile struct {
 	num uint64
 	f   vfs.File
-	// app, if not nil, is how w appends to f: through a memory mapping
-	// rather than a write call per commit (see vfs.Appender). Either way
-	// an appended record is in the kernel's page cache.
+	// app, if not nil, is how w appends to f: one pwritev a fragment,
+	// into space reserved ahead (see vfs.Appender). Either way an
+	// appended record is in the kernel's page cache when append returns,
+	// and a failure the file system reports fails the append.
 	app  vfs.Appender
 	w    *wal.Writer
 	size atomic.Int64 // bytes appended, for metrics
 
 	// prev is the WAL this one took over from, retired in the background
 	// (nil once the log was created ready). ready is closed when every
-	// earlier WAL is finished (cut to its records) and this one's
-	// directory entry is durable; readyErr then says whether that failed.
+	// earlier WAL is finished (cut to its records and closed) and this
+	// one's directory entry is durable; readyErr then says whether that
+	// failed.
 	prev     *logFile
 	ready    chan struct{}
 	readyErr error
-
-	// Once retired, the file stays open, unsynced, until its memtable is
-	// flushed: most retired WALs are deleted before anything needs them
-	// durable, and syncing each cost a write to disk of every byte logged.
-	// rmu guards the retired file: a Sync write may sync it (syncRetired)
-	// while its flush closes it (closeRetired).
-	rmu              sync.Mutex
-	rsynced, rclosed bool
 }
 
-// An Appender must publish fragments whole for recovery to tell a killed
-// writer's last fragment from damage.
+// An Appender takes the log's fragments one at a time, from the Writer's
+// caller's buffers.
 var _ wal.FragmentWriter = vfs.Appender(nil)
 
 // createLog creates WAL number num and makes its directory entry durable,
@@ -71,9 +64,6 @@ func (db *DB) openLog(num uint64) (*logFile, error) {
 		return nil, errors.CombineErrors(errors.Wrap(err, "shale: create log"), f.Close())
 	}
 	if l.app != nil {
-		// The Appender is a wal.FragmentWriter: a kill leaves the last
-		// fragment whole, or with a zero checksum that recovery reads as
-		// a torn tail.
 		l.w = wal.NewWriter(l.app)
 	} else {
 		l.w = wal.NewWriter(f)
@@ -109,14 +99,12 @@ func (l *logFile) append(repr []byte) error {
 
 // appendAll writes every record each gives, in order, as append would one
 // at a time, but hands the OS whole blocks: Open carries up to a megabyte
-// of records forward, which through a mapped log populated and dirtied
-// windows of the mapping (a megabyte of Open's resident memory), and
-// through a plain file took a write call a record.
+// of records forward, which would otherwise take a write call a record.
 func (l *logFile) appendAll(each func(fn func(rec []byte) error) error) error {
 	w := l.w
 	if l.app != nil {
 		// Without WriteFragment in view, the Writer buffers whole blocks
-		// and writes them, which the Appender writes with pwritev.
+		// and writes them.
 		w = wal.NewWriterAt(struct{ io.Writer }{l.app}, l.w.Size())
 	}
 	err := each(w.WriteRecord)
@@ -133,7 +121,9 @@ func (l *logFile) appendAll(each func(fn func(rec []byte) error) error) error {
 	return nil
 }
 
-// sync makes what was appended durable, with every earlier WAL.
+// sync makes what was appended durable, with every earlier WAL (each was
+// synced before its successor took a write, and is finished once this
+// log is ready).
 func (l *logFile) sync() error {
 	if err := l.waitReady(); err != nil {
 		return err
@@ -152,8 +142,7 @@ func (l *logFile) syncData() error {
 }
 
 // finish ends the appends to a log: what is buffered reaches the OS and
-// the file is cut to what was appended (Finish runs even after a failed
-// flush, to release the mapping). The file stays open.
+// the file is cut to what was appended. The file stays open.
 func (l *logFile) finish() error {
 	err := l.w.Flush()
 	if l.app != nil {
@@ -162,30 +151,12 @@ func (l *logFile) finish() error {
 	return err
 }
 
-// syncRetired makes a retired log durable, unless it was already synced
-// or closed (its memtable flushed: then nothing needs it).
-func (l *logFile) syncRetired() error {
-	l.rmu.Lock()
-	defer l.rmu.Unlock()
-	if l.rsynced || l.rclosed {
-		return nil
-	}
-	if err := l.f.Sync(); err != nil {
-		return errors.Wrapf(err, "shale: sync log %06d", l.num)
-	}
-	l.rsynced = true
-	return nil
-}
-
-// closeRetired closes a retired log's file. Calling it twice is safe.
-func (l *logFile) closeRetired() error {
-	l.rmu.Lock()
-	defer l.rmu.Unlock()
-	if l.rclosed {
-		return nil
-	}
-	l.rclosed = true
-	return l.f.Close()
+// retire finishes and closes a log that a newer one took over from. It
+// was made durable before the newer one took a write (see
+// DB.syncBeforeSwitch), so its file is needed no more until recovery.
+func (l *logFile) retire() error {
+	err := l.finish()
+	return errors.CombineErrors(err, l.f.Close())
 }
 
 // close finishes, syncs and closes the current log, at Close.

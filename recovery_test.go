@@ -306,7 +306,7 @@ func TestRecoveryTornTailBesideReservedWAL(t *testing.T) {
 }
 
 // reservedWALSize returns the size of a WAL that the appender has set up
-// and nothing appended to: 0 where it reserves nothing ahead (no mapping
+// and nothing appended to: 0 where it reserves nothing ahead (no Appender
 // on this platform).
 func reservedWALSize(t *testing.T) int64 {
 	t.Helper()

@@ -130,25 +130,18 @@ func (b *blockReader) parse(p *phys) {
 		sector := (zeroFrom + sectorSize - 1) / sectorSize * sectorSize
 		fragEnd := p.off + int64(HeaderSize+length)
 		zeroAfter := allZero(h[HeaderSize+length:])
-		// A zero checksum is one a FragmentWriter has not yet stored:
-		// the rest of the fragment may be there in part, in any order,
-		// its length and type included, so neither can be trusted.
-		unpublished := binary.LittleEndian.Uint32(h[0:4]) == 0
 		b.spoil(p, physDamage, "checksum mismatch")
-		if (zeroAfter || zeroFrom < fragEnd || unpublished) && b.restIsZero() {
+		if (zeroAfter || zeroFrom < fragEnd) && b.restIsZero() {
 			logEnd := b.off + int64(b.j)
-			if (zeroFrom < fragEnd && sector < fragEnd) ||
-				(zeroAfter && logEnd > fragEnd) ||
-				(unpublished && logEnd > zeroFrom) {
+			if (zeroFrom < fragEnd && sector < fragEnd) || (zeroAfter && logEnd > fragEnd) {
 				// The fragment was never completely written: the log
 				// is zero from a sector inside it to its end, what a
 				// crash leaves when the file's size reached the disk
 				// before its data; or the log runs on past it in
-				// nothing but zeros, what a kill leaves when it stops
-				// a copy into a preallocated, memory-mapped log part
-				// way (the copy need not go in order, so the fragment
-				// may hold zeros anywhere, and when it was handed to a
-				// FragmentWriter its checksum is still zero).
+				// nothing but zeros, what a crash or a kill leaves in
+				// a log preallocated ahead of its appends (shale's on
+				// Linux, LevelDB's old mmap-based writer's), whose
+				// fragment may then hold zeros anywhere.
 				p.kind, p.reason = physTorn, "incomplete record"
 				p.span = logEnd - p.off
 			}

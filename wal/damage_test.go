@@ -289,10 +289,10 @@ func TestZeroesBeforeDataAreDamage(t *testing.T) {
 	checkDrops(t, log, [][]byte{first}, false, 510, int64(len(log)-510), "checksum mismatch")
 }
 
-// TestZeroedFromAnyByteIsTorn: a kill that stops a copy into a
-// memory-mapped log part way leaves the last record written up to any
-// byte and zeros after it (the file was preallocated): a torn tail too,
-// wherever the zeros start inside the record.
+// TestZeroedFromAnyByteIsTorn: a crash that stops a write into a
+// preallocated log part way can leave the last record written up to any
+// byte (or, for a crash of the machine, any sectors of it) and zeros after
+// it: a torn tail too, wherever the zeros start inside the record.
 func TestZeroedFromAnyByteIsTorn(t *testing.T) {
 	first, second := bigString("first", 503), bigString("second", 2000)
 	for _, zeroAt := range []int{513, 1000, 2100, 2516} {

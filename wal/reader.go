@@ -25,12 +25,10 @@ import (
 // zero blocks included, when the zeros start at a 512-byte boundary (a
 // sector) or run on past the record: what a crash leaves when the file's
 // new size reached the disk and the last sectors of its data did not (XFS,
-// ext4 with data=writeback), and what a kill leaves when it stops a copy
-// into a preallocated, memory-mapped log part way. So is a fragment whose
-// checksum is zero, however much of the rest of it is there, when the log
-// holds nothing but zeros after it and runs on past it: what a kill leaves
-// when it stops a FragmentWriter before it stored the checksum. Here the
-// reader departs
+// ext4 with data=writeback), and what a crash or a kill leaves in a log
+// preallocated ahead of its appends (shale's own on Linux; LevelDB's old
+// mmap-based writer's), whose last fragment may hold zeros anywhere. Here
+// the reader departs
 // from LevelDB's, which calls that damage and so fails a strict read of a
 // log that a crash merely cut short. (Damage to the last record of a log
 // that looks the same is taken for a torn tail too.) Errors of the

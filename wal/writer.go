@@ -232,19 +232,16 @@ func (w *Writer) Size() int64 {
 	return w.blockOff + int64(w.n)
 }
 
-// FragmentWriter is an io.Writer that takes a log's fragments one at a time
-// and can make each one appear whole: a Writer over a FragmentWriter hands
-// it every fragment through WriteFragment, in order, and writes only zero
-// trailers through Write. A memory-mapped log is the use: the copy of a
-// fragment into the mapping can be cut short by the process being killed,
-// with its bytes copied in any order.
+// FragmentWriter is an io.Writer that takes a log's fragments one at a
+// time: a Writer over a FragmentWriter buffers nothing, hands it every
+// fragment through WriteFragment, in order, and writes only zero trailers
+// through Write. The use is a file written with one vectored write per
+// fragment (header and payload from their own buffers), which copies no
+// payload into a block buffer first.
 type FragmentWriter interface {
 	io.Writer
 	// WriteFragment appends the fragment whose header is h and whose
-	// payload follows it. The checksum, h[0:4], must be stored last, after
-	// the rest of the fragment, and with one store: a kill then leaves the
-	// last fragment either whole or with a zero checksum, which a Reader
-	// takes for a torn tail when the log is zero from there on.
+	// payload follows it. The header is valid only during the call.
 	WriteFragment(h *[HeaderSize]byte, payload []byte) error
 }
 

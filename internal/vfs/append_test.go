@@ -8,11 +8,10 @@ import (
 	"testing"
 )
 
-// TestAppendToOS appends across several mapping windows in odd-sized
+// TestAppendToOS appends across several reserved runs in odd-sized
 // pieces, syncing now and then: pieces of a few bytes (as a log block's
-// zero trailer), which a mapped Appender copies into its mapping, between
-// larger ones, which it writes with pwritev. The file holds exactly what
-// was appended once Finish has cut it, and reads back through the file
+// zero trailer) between larger ones. The file holds exactly what was
+// appended once Finish has cut it, and reads back through the file
 // system.
 func TestAppendToOS(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "000001.log")
@@ -25,7 +24,7 @@ func TestAppendToOS(t *testing.T) {
 		t.Fatal(err)
 	}
 	if a == nil {
-		if mapped {
+		if appends {
 			t.Fatal("no Appender for a new file of the OS file system on Linux")
 		}
 		f.Close()
@@ -33,7 +32,7 @@ func TestAppendToOS(t *testing.T) {
 	}
 	var want bytes.Buffer
 	piece := make([]byte, 7919)
-	for i := 0; want.Len() < 5<<19; i++ { // 2.5 MiB: five windows
+	for i := 0; want.Len() < 5<<19; i++ { // 2.5 MiB: three reserved runs
 		for j := range piece {
 			piece[j] = byte(i + j)
 		}
@@ -72,8 +71,8 @@ func TestAppendToOS(t *testing.T) {
 	}
 }
 
-// mapped says whether this platform appends through a memory mapping.
-const mapped = runtime.GOOS == "linux" && (runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64")
+// appends says whether this platform has an Appender.
+const appends = runtime.GOOS == "linux" && (runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64")
 
 func firstDiff(a, b []byte) int {
 	for i := range min(len(a), len(b)) {
@@ -100,7 +99,7 @@ func TestAppendToOthers(t *testing.T) {
 	if a, err := AppendTo(d); a != nil || err != nil {
 		t.Fatalf("AppendTo(directory) = %v, %v; want nil, nil", a, err)
 	}
-	if !mapped {
+	if !appends {
 		return
 	}
 	name := filepath.Join(t.TempDir(), "x")

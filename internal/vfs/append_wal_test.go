@@ -13,12 +13,11 @@ import (
 )
 
 // TestAppenderWritesLog: a wal.Writer over an Appender (a FragmentWriter)
-// writes, across several mapping windows, exactly the log a Writer over a
-// plain buffer writes, and the file, read while still mapped and
-// preallocated, holds every record and nothing a reader calls damage. Large
-// records (written with pwritev, past mapped windows) and small ones
-// (copied into the mapping, or written with pwritev for a while after a
-// Sync) mix; one variant ends with a large one.
+// writes, across several reserved runs, exactly the log a Writer over a
+// plain buffer writes, and the file, read while still preallocated (and
+// zeroed ahead after a Sync), holds every record and nothing a reader
+// calls damage. Large records and small ones mix; one variant ends with a
+// large one.
 func TestAppenderWritesLog(t *testing.T) {
 	for _, endLarge := range []bool{false, true} {
 		for seed := uint64(1); seed <= 3; seed++ {
@@ -39,14 +38,14 @@ func testAppenderWritesLog(t *testing.T, seed uint64, endLarge bool) {
 		t.Fatal(err)
 	}
 	if a == nil {
-		t.Skip("no memory-mapped appends on this platform")
+		t.Skip("no Appender on this platform")
 	}
 	var _ wal.FragmentWriter = a
 	var plain bytes.Buffer
 	pw, mw := wal.NewWriter(&plain), wal.NewWriter(a)
 	rng := rand.New(rand.NewPCG(seed, 2))
 	var recs [][]byte
-	for plain.Len() < 3<<20 || (endLarge && len(recs[len(recs)-1]) < 40_000) { // three windows
+	for plain.Len() < 3<<20 || (endLarge && len(recs[len(recs)-1]) < 40_000) { // three reserved runs
 		n := rng.IntN(300)
 		if rng.IntN(20) == 0 || (endLarge && plain.Len() >= 3<<20) {
 			n = rng.IntN(100_000)
@@ -74,15 +73,14 @@ func testAppenderWritesLog(t *testing.T, seed uint64, endLarge bool) {
 			}
 		}
 	}
-	// Before Finish: the file holds the log and may run on in zeros,
-	// which a reader skips (not after a record written with pwritev
-	// past the mapped window: the write extends the file).
+	// Before Finish: the file holds the log and runs on in zeros, which
+	// a reader skips.
 	live, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(live) < plain.Len() || !bytes.Equal(live[:plain.Len()], plain.Bytes()) || len(bytes.Trim(live[plain.Len():], "\x00")) != 0 {
-		t.Fatalf("mapped log of %d bytes; want the plain log's %d bytes and only zeros after", len(live), plain.Len())
+		t.Fatalf("appended log of %d bytes; want the plain log's %d bytes and only zeros after", len(live), plain.Len())
 	}
 	var drops []wal.Drop
 	r := wal.NewReader(bytes.NewReader(live), wal.Strict(), wal.OnDrop(func(d wal.Drop) { drops = append(drops, d) }))

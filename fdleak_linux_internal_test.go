@@ -1,9 +1,10 @@
-//go:build linux && (amd64 || arm64)
+//go:build linux
 
 package shale
 
 import (
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -13,7 +14,7 @@ import (
 )
 
 // dirFailFS is the OS file system whose directory syncs fail when fail
-// says so for the caller: the WALs it creates append through a mapping.
+// says so for the caller.
 type dirFailFS struct {
 	vfs.FS
 	fail func(stack string) error
@@ -27,27 +28,29 @@ func (f dirFailFS) OpenDir(name string) (vfs.File, error) {
 	return f.FS.OpenDir(name)
 }
 
-// mappedUnder returns the lines of /proc/self/maps that map a file in dir.
-func mappedUnder(t *testing.T, dir string) []string {
+// openUnder returns the files in dir that the process holds open, from
+// /proc/self/fd.
+func openUnder(t *testing.T, dir string) []string {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/maps")
+	fds, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.Contains(l, dir) {
-			out = append(out, l)
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err == nil && strings.HasPrefix(target, dir+"/") {
+			out = append(out, target)
 		}
 	}
 	return out
 }
 
-// TestFailedRetireReleasesMapping: a WAL whose retirement cannot start
-// (the retirement of the WAL before it failed) is finished all the same:
-// no mapping of it outlives Close (it would stay for as long as the
+// TestFailedRetireClosesLogs: a WAL whose retirement cannot start (the
+// retirement of the WAL before it failed) is closed all the same: no file
+// of the database stays open after Close (it would stay for as long as the
 // process lives, and pin the file's blocks after it is deleted).
-func TestFailedRetireReleasesMapping(t *testing.T) {
+func TestFailedRetireClosesLogs(t *testing.T) {
 	dir := t.TempDir()
 	release := make(chan struct{})
 	var once sync.Once
@@ -80,14 +83,14 @@ func TestFailedRetireReleasesMapping(t *testing.T) {
 	}
 	close(release)
 	db.Close() // reports the injected fault
-	if m := mappedUnder(t, dir); len(m) > 0 {
-		t.Fatalf("after Close, %d mappings of the database's files remain:\n%s", len(m), strings.Join(m, "\n"))
+	if m := openUnder(t, dir); len(m) > 0 {
+		t.Fatalf("after Close, %d of the database's files are still open:\n%s", len(m), strings.Join(m, "\n"))
 	}
 }
 
-// TestFailedCreateLogReleasesMapping: an Open whose new WAL's directory
-// sync fails leaves no mapping of that WAL.
-func TestFailedCreateLogReleasesMapping(t *testing.T) {
+// TestFailedCreateLogClosesLog: an Open whose new WAL's directory sync
+// fails leaves no file of the database open.
+func TestFailedCreateLogClosesLog(t *testing.T) {
 	dir := t.TempDir()
 	fsys := dirFailFS{FS: vfs.OS(), fail: func(stack string) error {
 		if strings.Contains(stack, "(*DB).createLog(") {
@@ -103,7 +106,7 @@ func TestFailedCreateLogReleasesMapping(t *testing.T) {
 		db.Close()
 		t.Fatal("Open succeeded with a failing directory sync")
 	}
-	if m := mappedUnder(t, dir); len(m) > 0 {
-		t.Fatalf("after the failed Open, %d mappings of the database's files remain:\n%s", len(m), strings.Join(m, "\n"))
+	if m := openUnder(t, dir); len(m) > 0 {
+		t.Fatalf("after the failed Open, %d of the database's files are still open:\n%s", len(m), strings.Join(m, "\n"))
 	}
 }

@@ -1,20 +1,20 @@
+//go:build linux && (amd64 || arm64)
+
 package vfs
 
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"unsafe"
 )
 
-// newMappedAppender creates file name and a mapped appender to it, or skips
-// the test where the file system has none.
-func newMappedAppender(t *testing.T, name string) (*mappedAppender, File) {
+// newFileAppender creates file name and the Appender to it.
+func newFileAppender(t *testing.T, name string) (*fileAppender, File) {
 	t.Helper()
 	f, err := OS().Create(name)
 	if err != nil {
@@ -24,79 +24,18 @@ func newMappedAppender(t *testing.T, name string) (*mappedAppender, File) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, ok := ap.(*mappedAppender)
+	a, ok := ap.(*fileAppender)
 	if !ok {
-		f.Close()
-		t.Skipf("no mapped appends on this file system (%T)", ap)
+		t.Fatalf("AppendTo(OS file) = %T, want *fileAppender", ap)
 	}
 	return a, f
-}
-
-// A WAL that nothing is appended to (a reader's Open creates one), or a
-// few records (Open carries some forward), keeps no populated window: the
-// window after the first is prepared once copies pass prepareAt, not at
-// creation or at the first append.
-func TestAppenderPreparesFromTheMiddle(t *testing.T) {
-	a, f := newMappedAppender(t, filepath.Join(t.TempDir(), "000001.log"))
-	if a.next != nil {
-		t.Fatal("the next window is prepared before any append")
-	}
-	h := [7]byte{6: fullFragment}
-	payload := make([]byte, 1000)
-	for a.off+2*int64(len(h)+len(payload)) < prepareAt {
-		appendInBlock(t, a, &h, payload)
-		if a.next != nil {
-			t.Fatalf("the next window is prepared at offset %d, before %d", a.off, prepareAt)
-		}
-	}
-	for a.off < prepareAt {
-		if _, err := a.Write([]byte{0}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if a.next == nil {
-		t.Fatalf("the next window is not being prepared at offset %d", a.off)
-	}
-	if err := a.Finish(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// The pages of the mapping that the appends have passed are released: the
-// window's written chunks do not stay resident beside the populated next
-// window.
-func TestAppenderKeepsFewPagesResident(t *testing.T) {
-	name := filepath.Join(t.TempDir(), "000001.log")
-	a, f := newMappedAppender(t, name)
-	payload := make([]byte, 1000)
-	h := [7]byte{6: fullFragment}
-	for a.off < 3*mapWindow+900<<10 {
-		appendInBlock(t, a, &h, payload)
-	}
-	w := <-a.next // the prepared window, populated as it will be
-	a.next = make(chan window, 1)
-	a.next <- w
-	rss := mappedRSS(t, name)
-	t.Logf("resident: %d KiB of the log's mappings", rss>>10)
-	if limit := int64(mapWindow + 2*residentChunk); rss > limit {
-		t.Errorf("%d KiB of the log's mappings resident, want at most %d", rss>>10, limit>>10)
-	}
-	if err := a.Finish(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // appendInBlock appends the fragment h, payload as a log's fragments are
 // appended: none crosses a 32 KiB block boundary, so when the rest of the
 // block is too short for it, the rest is padded with zeros first. It
 // returns the padding's length.
-func appendInBlock(t *testing.T, a *mappedAppender, h *[7]byte, payload []byte) int64 {
+func appendInBlock(t *testing.T, a *fileAppender, h *[7]byte, payload []byte) int64 {
 	t.Helper()
 	var pad int64
 	if rest := 32<<10 - a.off%(32<<10); rest < int64(len(h)+len(payload)) {
@@ -111,45 +50,14 @@ func appendInBlock(t *testing.T, a *mappedAppender, h *[7]byte, payload []byte) 
 	return pad
 }
 
-// mappedRSS sums the resident bytes of the process's mappings of the file
-// name, from /proc/self/smaps.
-func mappedRSS(t *testing.T, name string) int64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Skipf("no smaps: %v", err)
-	}
-	var total int64
-	in := false
-	for _, line := range strings.Split(string(b), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
-		if strings.Contains(fields[0], "-") && len(fields) >= 5 {
-			in = len(fields) >= 6 && fields[5] == name
-			continue
-		}
-		if in && fields[0] == "Rss:" && len(fields) >= 2 {
-			kb, err := strconv.ParseInt(fields[1], 10, 64)
-			if err != nil {
-				t.Fatalf("smaps: %q: %v", line, err)
-			}
-			total += kb << 10
-		}
-	}
-	return total
-}
-
 // Appends after a Sync go into blocks written with zeros ahead of them
 // (zeroAhead), so that the next fdatasync writes the data alone; appends
 // that no Sync follows write no zeros; and nothing appended is
-// overwritten, when copies into the mapping resume past the zeros and into
-// the next window, nor after the next Sync.
+// overwritten, by the zeros nor after the next Sync.
 func TestAppenderZeroesAheadOfSyncAppends(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "000001.log")
-	a, f := newMappedAppender(t, name)
-	h := [7]byte{6: fullFragment}
+	a, f := newFileAppender(t, name)
+	h := [7]byte{6: 1}
 	var want []byte
 	i := 0
 	appendOne := func() {
@@ -171,6 +79,9 @@ func TestAppenderZeroesAheadOfSyncAppends(t *testing.T) {
 	if a.zeroed != 0 {
 		t.Fatalf("zeros written to offset %d before any Sync", a.zeroed)
 	}
+	if a.reserved < a.off+reserveAfter {
+		t.Fatalf("appends reach %d, reserved only to %d", a.off, a.reserved)
+	}
 	sync()
 	for range 50 {
 		appendOne()
@@ -181,11 +92,8 @@ func TestAppenderZeroesAheadOfSyncAppends(t *testing.T) {
 	// The blocks past the appends are written (the zeros), where fallocate
 	// alone leaves unwritten extents.
 	checkWrittenAhead(t, a.fd, a.off, a.zeroed)
-	for a.off < mapWindow+100<<10 {
+	for a.off < 2*reserveRun {
 		appendOne()
-	}
-	if a.winOff == 0 {
-		t.Fatal("the appends never copied into the mapping's second window")
 	}
 	sync()
 	for range 50 {
@@ -202,11 +110,45 @@ func TestAppenderZeroesAheadOfSyncAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		n := 0
-		for n < min(len(got), len(want)) && got[n] == want[n] {
-			n++
-		}
-		t.Fatalf("the file holds %d bytes, %d appended; they differ from offset %d", len(got), len(want), n)
+		t.Fatalf("the file holds %d bytes, %d appended; they differ from offset %d", len(got), len(want), firstDiff(got, want))
+	}
+}
+
+// An append the file system refuses fails at once with the file system's
+// error, and so does every later call, Sync included: nothing appended
+// after a refused append can be acknowledged. (The write here fails with
+// EBADF, the file being open for reading only; on a real fault it is EIO,
+// ENOSPC or EDQUOT, which the FUSE tests in fusetest/ inject.)
+func TestAppenderFailsAtOnceAndForGood(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "000001.log")
+	a, f := newFileAppender(t, name)
+	defer f.Close()
+	h := [7]byte{6: 1}
+	if err := a.WriteFragment(&h, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	a.fd = int(ro.Fd()) // the next pwritev is refused
+	err = a.WriteFragment(&h, []byte("second"))
+	if !errors.Is(err, syscall.EBADF) {
+		t.Fatalf("append to a file that refuses writes: %v, want EBADF", err)
+	}
+	a.fd = int(f.(*osFile).Fd()) // writable again: the failure stays
+	if err2 := a.WriteFragment(&h, []byte("third")); !errors.Is(err2, syscall.EBADF) {
+		t.Fatalf("append after a refused one: %v, want the first failure", err2)
+	}
+	if _, err2 := a.Write([]byte{0}); !errors.Is(err2, syscall.EBADF) {
+		t.Fatalf("Write after a refused append: %v, want the first failure", err2)
+	}
+	if err2 := a.Sync(); !errors.Is(err2, syscall.EBADF) {
+		t.Fatalf("Sync after a refused append: %v, want the first failure", err2)
+	}
+	if a.off != int64(len(h))+5 {
+		t.Fatalf("appended %d bytes counted, want %d: only the first append", a.off, len(h)+5)
 	}
 }
 
