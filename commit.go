@@ -181,7 +181,7 @@ func (db *DB) commitGroup(group []*writer) ([]*writer, error) {
 	// must record its sequence numbers as used.
 	db.commit.lastSeq = seq + uint64(batchrepr.Count(repr)) - 1
 	if lead.sync {
-		if err := db.syncLog(log); err != nil {
+		if err := log.sync(); err != nil {
 			return group, db.setBackgroundError(err)
 		}
 		db.walSyncs.Add(1)

@@ -277,11 +277,9 @@ func (db *DB) Close() error {
 	}
 	var err error
 	db.mu.Lock()
-	// Memtables whose flushes failed: their retired WALs are the only
-	// copy of their writes.
+	// Memtables whose flushes failed: their retired WALs, durable and
+	// closed since their retirement, are the only copy of their writes.
 	for _, imm := range db.mu.imm {
-		err = errors.CombineErrors(err, imm.log.syncRetired())
-		err = errors.CombineErrors(err, imm.log.closeRetired())
 		imm.mem.Unref()
 	}
 	db.mu.mem.Unref() // open iterators hold their own references

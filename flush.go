@@ -140,7 +140,7 @@ func (db *DB) waitFlushTurn(imm *immMemtable) error {
 // level 0 holds l0StopTables: then the write waits. Called by the commit
 // leader only.
 func (db *DB) makeRoomLocked(force bool) error {
-	slowed := force
+	slowed, synced := force, false
 	var counted [numStallKinds]bool
 	for {
 		switch {
@@ -168,9 +168,42 @@ func (db *DB) makeRoomLocked(force bool) error {
 		case db.l0Tables.Load() >= l0StopTables:
 			db.waitLocked(force, stallL0, &counted)
 			continue
+		case !synced:
+			// The leader appends nothing meanwhile, so the log stays
+			// synced while the conditions above are looked at again.
+			synced = true
+			if err := db.syncBeforeSwitchLocked(); err != nil {
+				return err
+			}
+			continue
 		}
 		return db.switchMemtableLocked()
 	}
+}
+
+// syncBeforeSwitchLocked makes the current WAL durable before a memtable
+// switch gives the writes to a new one. Otherwise a power loss could keep
+// NoSync writes that reached the new WAL's disk blocks while losing
+// earlier ones still in the old WAL's dirty pages: the writes that
+// survived would not be a prefix of the writes, and recovery could not
+// tell that hole from damage. The sync runs without db.mu, so that reads
+// go on; it costs one fdatasync of the log's last unsynced bytes per
+// write buffer (see the README's figures). Called by the commit leader,
+// with db.mu held.
+func (db *DB) syncBeforeSwitchLocked() error {
+	log := db.mu.log
+	db.mu.Unlock()
+	err := log.w.Flush()
+	if err == nil {
+		// Not log.sync: the retirement of the log before (the directory
+		// entry of this one) need not be done, only this log durable.
+		err = log.syncData()
+	}
+	db.mu.Lock()
+	if err != nil {
+		return db.setBackgroundErrorLocked(errors.Wrapf(err, "shale: sync log %06d before a switch", log.num))
+	}
+	return nil
 }
 
 // slowdownLocked adds this write's delay to the debt and returns the debt
@@ -207,15 +240,13 @@ func (db *DB) waitLocked(force bool, k stallKind, counted *[numStallKinds]bool) 
 }
 
 // switchMemtableLocked retires the memtable and its WAL: a new WAL takes
-// the writes and the old memtable waits for a flush. Syncing the retired
-// WAL and the directory entry of the new one happens in the background
-// (retireLog), not on the commit path; a Sync write to the new WAL waits
-// for it, so that no synced write is durable without every earlier one.
+// the writes and the old memtable waits for a flush. The caller has made
+// the old WAL durable (syncBeforeSwitchLocked; Open's carried log was
+// synced when written). Finishing the retired WAL and syncing the
+// directory entry of the new one happen in the background (retireLog),
+// not on the commit path; a Sync write to the new WAL waits for them.
 func (db *DB) switchMemtableLocked() error {
 	old := db.mu.log
-	if err := old.w.Flush(); err != nil {
-		return db.setBackgroundErrorLocked(errors.Wrapf(err, "shale: write log %06d", old.num))
-	}
 	log, err := db.openLog(db.vs.NewFileNum())
 	if err != nil {
 		return db.setBackgroundErrorLocked(err)
@@ -233,18 +264,17 @@ func (db *DB) switchMemtableLocked() error {
 	return nil
 }
 
-// retireLog finishes log.prev, the WAL log took over from, once every WAL
-// before it is retired, then syncs the directory so that log's entry is
-// durable, and marks log ready for Sync writes. The retired WAL is not
-// synced: a Sync write syncs the retired WALs whose memtables are not yet
-// flushed (syncLog), and a flush makes its WAL needless.
+// retireLog finishes and closes log.prev, the WAL log took over from
+// (durable already), once every WAL before it is retired, then syncs the
+// directory so that log's entry is durable, and marks log ready for Sync
+// writes.
 func (db *DB) retireLog(log *logFile) {
 	defer db.bgWG.Done()
 	old := log.prev
 	err := old.waitReady()
-	// old takes no more appends: finish it even if an earlier retirement
-	// failed, or its mapping stays for as long as the process lives.
-	if ferr := old.finish(); err == nil {
+	// old takes no more appends: finish and close it even if an earlier
+	// retirement failed.
+	if ferr := old.retire(); err == nil {
 		err = ferr
 	}
 	if err == nil {
@@ -310,37 +340,10 @@ func (db *DB) flush(imm *immMemtable) {
 	if err == nil {
 		imm.mem.Unref() // the DB's reference: reads now find its table
 		db.armIdle()    // level 0 has a table that may be left alone
-		// The edit is durable: the WAL is needless, and a close error
-		// loses nothing.
-		if cerr := imm.log.closeRetired(); cerr != nil {
-			db.opts.Logger.Warn("shale: close flushed log", "log", imm.log.num, "err", cerr)
-		}
 		db.deleteObsoleteFiles()
 	}
 }
 
-// syncLog makes everything appended to log durable, and every earlier
-// write with it: first the retired WALs whose memtables are not yet
-// flushed (retireLog leaves them unsynced), then log. Called by the commit
-// leader, so no memtable switches meanwhile.
-func (db *DB) syncLog(log *logFile) error {
-	if err := log.waitReady(); err != nil {
-		return err
-	}
-	var buf [maxImmutables]*logFile
-	retired := buf[:0]
-	db.mu.Lock()
-	for _, imm := range db.mu.imm {
-		retired = append(retired, imm.log)
-	}
-	db.mu.Unlock()
-	for _, l := range retired {
-		if err := l.syncRetired(); err != nil {
-			return err
-		}
-	}
-	return log.sync()
-}
 
 // startFlushesLocked starts a flush for every immutable memtable that has
 // none, oldest first. Each takes its table number now, so that level 0's
@@ -376,9 +379,8 @@ func (db *DB) flushMemtable(imm *immMemtable) (*manifest.FileMeta, error) {
 	}
 	// The next WAL's directory entry must be durable before the MANIFEST
 	// names it as the oldest log needed. Waiting for it here rather than
-	// before the table lets the table's writing overlap retireLog's sync
-	// of the retired WAL (a few milliseconds of disk for every memtable:
-	// batched writes waited for it).
+	// before the table lets the table's writing overlap retireLog's
+	// directory sync.
 	if err := imm.next.waitReady(); err != nil {
 		db.discardTable(meta)
 		return nil, err
