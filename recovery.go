@@ -164,7 +164,11 @@ func (db *DB) replayLogs() (_ *replayResult, err error) {
 	for i, num := range nums {
 		lr := LogRecovery{FileNum: num}
 		if !stopped {
-			if err := db.replayLog(res, &lr, i >= newest); err != nil {
+			tail := tornTailOK
+			if i < newest {
+				tail = func(lastSeq uint64) (bool, error) { return db.continuedAfter(nums[i+1:newest+1], lastSeq) }
+			}
+			if err := db.replayLog(res, &lr, tail); err != nil {
 				// A table still being written is in no edit; the next
 				// Open deletes it.
 				db.awaitReplayFlush(res)
@@ -224,10 +228,10 @@ func (db *DB) newestLog(nums []uint64) (int, error) {
 }
 
 // logHoldsData reports whether log name holds a byte other than zero. Its
-// size does not tell: on Linux a WAL is reserved half a megabyte at a time
-// ahead of its appends (vfs.AppendTo), and only Close cuts it to what was
-// appended, so a process killed before its WAL's first append leaves 516
-// KiB of zeros, which hold no more than an empty file.
+// size does not tell: on Linux a WAL is reserved a megabyte at a time
+// ahead of its appends (vfs.AppendTo), and only its retirement cuts it to
+// what was appended, so a process killed before its WAL's first append
+// leaves a megabyte of zeros, which hold no more than an empty file.
 func (db *DB) logHoldsData(name string) (bool, error) {
 	f, err := db.fs.Open(name)
 	if err != nil {
@@ -251,8 +255,62 @@ func (db *DB) logHoldsData(name string) (bool, error) {
 	}
 }
 
-// replayLog applies one WAL's records to res.mem per the recovery mode.
-func (db *DB) replayLog(res *replayResult, lr *LogRecovery, newest bool) error {
+// tornTailOK is the newest log's tailCheck: a crash may cut the writes
+// short there.
+func tornTailOK(uint64) (bool, error) { return true, nil }
+
+// A tailCheck reports whether a log that ends in a torn write, after
+// records up to sequence number lastSeq, ended so in a crash rather than
+// through damage.
+type tailCheck func(lastSeq uint64) (bool, error)
+
+// continuedAfter is the tailCheck of a log older than the newest, whose
+// successors are nums: its torn tail is a crash's if the first record of
+// the logs after it comes right after its last one (or repeats it), so that
+// no acknowledged write is missing between them. That is what a crash
+// inside Open leaves: the old log still ends in the first crash's torn
+// tail, and a newer one holds the records Open carried forward from it,
+// synced, while the MANIFEST does not yet name it. (A memtable switch
+// syncs the retired log before the new one takes a write, so the writes
+// of normal operation never leave an older log torn.) Anything else — a
+// gap in the sequence, no record after it at all — is damage.
+func (db *DB) continuedAfter(nums []uint64, lastSeq uint64) (bool, error) {
+	for _, num := range nums {
+		seq, ok, err := db.firstSeq(num)
+		if err != nil || ok {
+			return ok && seq <= lastSeq+1, err
+		}
+	}
+	return false, nil
+}
+
+// firstSeq returns the sequence number of the first batch in log num that
+// reads whole, if there is one.
+func (db *DB) firstSeq(num uint64) (seq uint64, ok bool, err error) {
+	name := filename.Make(db.dir, filename.Log, num)
+	f, err := db.fs.Open(name)
+	if err != nil {
+		return 0, false, errors.Wrapf(err, "shale: open log %s", filepath.Base(name))
+	}
+	defer f.Close()
+	r := wal.NewReader(f, wal.Named(filepath.Base(name)))
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return 0, false, nil
+		}
+		if err != nil {
+			return 0, false, markCorruption(errors.Wrapf(err, "shale: read log %s", filepath.Base(name)))
+		}
+		if n, verr := batchrepr.Validate(rec); verr == nil && n > 0 {
+			return batchrepr.Seq(rec), true, nil
+		}
+	}
+}
+
+// replayLog applies one WAL's records to res.mem per the recovery mode;
+// tail says whether a torn write at its end is a crash's.
+func (db *DB) replayLog(res *replayResult, lr *LogRecovery, tail tailCheck) error {
 	name := filename.Make(db.dir, filename.Log, lr.FileNum)
 	f, err := db.fs.Open(name)
 	if err != nil {
@@ -273,13 +331,18 @@ func (db *DB) replayLog(res *replayResult, lr *LogRecovery, newest bool) error {
 		if err != nil && !errors.Is(err, io.EOF) {
 			return markCorruption(errors.Wrapf(err, "shale: read log %s", filepath.Base(name)))
 		}
-		if err != nil && lr.TornTail != nil && !newest {
-			// Only the newest log may end in a torn write: in an older
-			// one, what is missing was acknowledged before a later write.
-			d := *lr.TornTail
-			d.Reason = "torn write at the end of a log that is not the newest"
-			lr.Drops = append(lr.Drops, d)
-			damaged = true
+		if err != nil && lr.TornTail != nil {
+			crash, terr := tail(res.lastSeq)
+			if terr != nil {
+				return terr
+			}
+			if !crash {
+				// What is missing was acknowledged before a later write.
+				d := *lr.TornTail
+				d.Reason = "torn write at the end of a log that is not the newest"
+				lr.Drops = append(lr.Drops, d)
+				damaged = true
+			}
 		}
 		if damaged {
 			if stop, err := db.onDamage(lr, name); stop || err != nil {
