@@ -118,10 +118,11 @@ func (r *repairer) run() error {
 		return nothingToRepair(r.dir)
 	}
 	r.next = max(r.next, 2)
-	obsolete, err := r.obsoleteTables(manifests)
+	obsolete, flushed, err := r.obsoleteFiles(manifests)
 	if err != nil {
 		return err
 	}
+	logs = r.skipFlushedLogs(logs, flushed)
 	live := tables[:0:0]
 	for _, name := range tables {
 		if _, num, _ := filename.Parse(name); obsolete[num] {
@@ -151,19 +152,21 @@ func (r *repairer) run() error {
 	return r.commit(outputs)
 }
 
-// obsoleteTables returns the tables that the directory's MANIFESTs record
+// obsoleteFiles returns the tables that the directory's MANIFESTs record
 // as deleted and not added back: the inputs of a compaction, left on disk
 // by a crash before their deletion (or held by an iterator at the time).
 // Their versions are older than the compaction's outputs, yet the bottom
 // level zeroes its outputs' sequence numbers: merged by sequence number,
-// the inputs' would win, bringing back overwritten and deleted values. A
-// MANIFEST counts up to its first damage; one that cannot be read counts
-// for nothing, and then such tables are merged like the others.
+// the inputs' would win, bringing back overwritten and deleted values. It
+// also returns the logs the MANIFESTs record as flushed, for the same
+// reason (see skipFlushedLogs). A MANIFEST counts up to its first damage;
+// one that cannot be read counts for nothing, and then such tables and
+// logs are merged like the others.
 //
 // A MANIFEST that names a comparator other than LevelDB's bytewise one is
 // an error, before anything is changed: its tables are in another key
 // order, which a repair into bytewise tables would scramble for good.
-func (r *repairer) obsoleteTables(manifests []string) (map[uint64]bool, error) {
+func (r *repairer) obsoleteFiles(manifests []string) (map[uint64]bool, flushedLogs, error) {
 	type numbered struct {
 		name string
 		num  uint64
@@ -175,6 +178,7 @@ func (r *repairer) obsoleteTables(manifests []string) (map[uint64]bool, error) {
 	}
 	slices.SortFunc(ms, func(a, b numbered) int { return cmp.Compare(a.num, b.num) })
 	obsolete := map[uint64]bool{}
+	var flushed flushedLogs
 	for _, m := range ms {
 		var order error
 		_ = manifest.ReadEdits(r.fs, filepath.Join(r.dir, m.name), func(e *manifest.VersionEdit) error {
@@ -192,13 +196,43 @@ func (r *repairer) obsoleteTables(manifests []string) (map[uint64]bool, error) {
 			for _, f := range e.NewFiles {
 				delete(obsolete, f.Meta.Num)
 			}
+			if e.HasLogNumber {
+				flushed.below = max(flushed.below, e.LogNumber)
+			}
+			if e.HasPrevLogNumber {
+				flushed.prev = e.PrevLogNumber
+			}
 			return nil
 		})
 		if order != nil {
-			return nil, order
+			return nil, flushed, order
 		}
 	}
-	return obsolete, nil
+	return obsolete, flushed, nil
+}
+
+// flushedLogs says which logs a MANIFEST records as flushed to tables:
+// those numbered below below, except prev (old LevelDB's previous log,
+// still needed while set).
+type flushedLogs struct{ below, prev uint64 }
+
+// skipFlushedLogs returns logs without those a MANIFEST records as
+// flushed, which it lists in the report as obsolete and moves to lost/
+// unread. Such a log is left on disk by a crash before its deletion; its
+// writes are in tables, and if a compaction has since carried them, or
+// newer values of their keys, to the last level with sequence number 0,
+// replaying it would bring back values overwritten or deleted since.
+func (r *repairer) skipFlushedLogs(logs []string, flushed flushedLogs) []string {
+	live := logs[:0:0]
+	for _, name := range logs {
+		if _, num, _ := filename.Parse(name); num < flushed.below && num != flushed.prev {
+			r.rep.ObsoleteLogs = append(r.rep.ObsoleteLogs, name)
+			r.lost = append(r.lost, name)
+			continue
+		}
+		live = append(live, name)
+	}
+	return live
 }
 
 func nothingToRepair(dir string) error {

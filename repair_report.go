@@ -26,7 +26,12 @@ type RepairReport struct {
 	// compaction's outputs, and merged they could win over them (the last
 	// level's outputs carry sequence number 0).
 	Obsolete []string
-	// Logs lists every write-ahead log found, oldest first.
+	// ObsoleteLogs lists the write-ahead logs that a MANIFEST in the
+	// directory records as flushed to tables (numbered below its log
+	// number): a crash cut their deletion short. They are moved to lost/
+	// unread, for the same reason as Obsolete tables.
+	ObsoleteLogs []string
+	// Logs lists every write-ahead log replayed, oldest first.
 	Logs []LogRepair
 	// Rewritten is set when the surviving entries were merged into new
 	// tables (Outputs); when every table was intact, disjoint and no log
@@ -129,6 +134,9 @@ func (r *RepairReport) String() string {
 	}
 	for _, name := range r.Obsolete {
 		fmt.Fprintf(&sb, "table %s: replaced by a compaction, as the MANIFEST records; not merged\n", name)
+	}
+	for _, name := range r.ObsoleteLogs {
+		fmt.Fprintf(&sb, "log %s: flushed to tables, as the MANIFEST records; not replayed\n", name)
 	}
 	for _, name := range r.Missing {
 		if r.StaleManifest {

@@ -458,6 +458,79 @@ func TestRepairSkipsObsoleteTables(t *testing.T) {
 	}
 }
 
+// TestRepairSkipsObsoleteLogs: a WAL that the MANIFEST records as flushed
+// (numbered below its log number), left on disk by a crash before its
+// deletion, is not replayed by Repair: its writes are in tables, and once
+// a compaction has given the key's newer value sequence number 0 in the
+// last level, the log's older record would win over it.
+func TestRepairSkipsObsoleteLogs(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		second func(db *shale.DB) error // what replaces "old"
+		want   string                   // k's value after Repair; "" for none
+	}{
+		{"overwritten", func(db *shale.DB) error { return db.Put([]byte("k"), []byte("new"), shale.Sync) }, "new"},
+		{"deleted", func(db *shale.DB) error { return db.Delete([]byte("k"), shale.Sync) }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, dir := openDB(t, nil)
+			if err := db.Put([]byte("k"), []byte("old"), shale.Sync); err != nil {
+				t.Fatal(err)
+			}
+			logs := files(t, dir, ".log")
+			if len(logs) != 1 {
+				t.Fatalf("logs %v, want one", logs)
+			}
+			saved, err := os.ReadFile(filepath.Join(dir, logs[0]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.second(db); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Compact(nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// What the crash leaves: the flushed log, back on disk.
+			if _, err := os.Stat(filepath.Join(dir, logs[0])); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the flushed log is still there (%v)", err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, logs[0]), saved, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(dir, "CURRENT")); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := shale.Repair(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(rep.ObsoleteLogs, logs) || !slices.Contains(rep.MovedToLost, logs[0]) || rep.Lost() {
+				t.Errorf("report: obsolete logs %v, moved to lost/ %v, lost %v; want %v obsolete, moved, nothing lost\n%s",
+					rep.ObsoleteLogs, rep.MovedToLost, rep.Lost(), logs, rep.String())
+			}
+			if !strings.Contains(rep.String(), "flushed to tables") {
+				t.Errorf("report does not name the obsolete log:\n%s", rep.String())
+			}
+			db = reopen(t, dir, nil)
+			defer db.Close()
+			v, err := db.Get([]byte("k"))
+			if tc.want == "" && !errors.Is(err, shale.ErrNotFound) || tc.want != "" && (err != nil || string(v) != tc.want) {
+				t.Errorf("after Repair Get(k) = %q, %v; want %q", v, err, tc.want)
+			}
+		})
+	}
+}
+
 // tableNames returns the names of the tables in dir, sorted.
 func tableNames(t *testing.T, dir string) []string {
 	t.Helper()
