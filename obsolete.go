@@ -17,11 +17,17 @@ import (
 //
 // Tables being written (by a flush or a compaction) are spared through
 // pendingOutputs. The order of the reads matters: the directory first,
-// then pendingOutputs, then the live versions. A table in the listing was
-// registered as pending before it was created, and leaves pendingOutputs
-// only after its edit made it part of a version, so one of the two reads
-// sees it. A table whose edit failed to reach the MANIFEST never leaves
-// pendingOutputs: the edit may be on disk all the same. Calls are
+// then the MANIFEST's numbers, then pendingOutputs, then the live
+// versions. A table in the listing was registered as pending before it was
+// created, and leaves pendingOutputs only after its edit made it part of a
+// version, so one of the two reads sees it. A table whose edit failed to
+// reach the MANIFEST never leaves pendingOutputs: the edit may be on disk
+// all the same. The MANIFEST number is read before the live versions: a
+// MANIFEST older than it was replaced before they were read, so a table
+// whose deletion only such a MANIFEST records is either in held (and the
+// MANIFESTs stay) or removed here; read after them, a switch in between
+// could remove the only MANIFEST recording the deletion of a table
+// replaced since, still on disk, which Repair would then merge. Calls are
 // serialized.
 func (db *DB) deleteObsoleteFiles() {
 	db.deleteMu.Lock()
@@ -31,6 +37,7 @@ func (db *DB) deleteObsoleteFiles() {
 		db.opts.Logger.Warn("shale: list directory for obsolete files", "err", err)
 		return
 	}
+	logNum, prevLogNum, manifestNum := db.vs.LogNumber(), db.vs.PrevLogNumber(), db.vs.ManifestNumber()
 	live := make(map[uint64]struct{})
 	db.mu.Lock()
 	for num := range db.mu.pendingOutputs {
@@ -56,7 +63,6 @@ func (db *DB) deleteObsoleteFiles() {
 	// compaction wrote with sequence number zero).
 	keepManifests := len(held) > 0
 	var manifests []string
-	logNum, prevLogNum, manifestNum := db.vs.LogNumber(), db.vs.PrevLogNumber(), db.vs.ManifestNumber()
 	removed := false
 	remove := func(name string) bool {
 		if err := db.fs.Remove(filepath.Join(db.dir, name)); err != nil {
