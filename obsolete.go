@@ -2,6 +2,7 @@ package shale
 
 import (
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/shale-db/shale/internal/filename"
 )
@@ -38,6 +39,9 @@ func (db *DB) deleteObsoleteFiles() {
 		return
 	}
 	logNum, prevLogNum, manifestNum := db.vs.LogNumber(), db.vs.PrevLogNumber(), db.vs.ManifestNumber()
+	if hook := testHookBetweenObsoleteReads.Load(); hook != nil {
+		(*hook)()
+	}
 	live := make(map[uint64]struct{})
 	db.mu.Lock()
 	for num := range db.mu.pendingOutputs {
@@ -111,6 +115,11 @@ func (db *DB) deleteObsoleteFiles() {
 		}
 	}
 }
+
+// testHookBetweenObsoleteReads, if set, runs in deleteObsoleteFiles
+// between its read of the MANIFEST's numbers and its read of the live
+// versions, where a compaction and a MANIFEST switch can come.
+var testHookBetweenObsoleteReads atomic.Pointer[func()]
 
 // noteManifestRoll logs a switch to a new MANIFEST (see
 // Options.MaxManifestFileSize); the old one is deleted with the other
