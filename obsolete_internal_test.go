@@ -27,6 +27,7 @@ func TestObsoleteFilesKeepRecordOfReplacedTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	db.bgWG.Wait() // the flushes' own calls are done: the hook runs here only
 	v := db.vs.Current()
 	replaced := *v.Levels[0][0]
 	v.Unref()
