@@ -344,7 +344,6 @@ func (db *DB) flush(imm *immMemtable) {
 	}
 }
 
-
 // startFlushesLocked starts a flush for every immutable memtable that has
 // none, oldest first. Each takes its table number now, so that level 0's
 // order by number is the memtables' order whichever table is written

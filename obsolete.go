@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/internal/filename"
 )
 
@@ -13,8 +14,9 @@ import (
 // replaced is left), and leftover temporary files (those numbered below
 // the current MANIFEST).
 // Files it does not recognise (goleveldb's CURRENT.bak, LOG.old, the lost/
-// directory) are left alone. Failures are logged, not returned: a file left
-// behind is retried at the next call.
+// directory) are left alone. A failed removal is logged, not returned: a
+// file left behind is retried at the next call. A failed directory sync
+// stops writes (setBackgroundError).
 //
 // Tables being written (by a flush or a compaction) are spared through
 // pendingOutputs. The order of the reads matters: the directory first,
@@ -111,7 +113,12 @@ func (db *DB) deleteObsoleteFiles() {
 	}
 	if removed {
 		if err := db.syncDir(); err != nil {
-			db.opts.Logger.Warn("shale: sync directory after removing files", "err", err)
+			// The removals themselves may be lost harmlessly, but the
+			// file system failed to make the directory durable, and a
+			// later sync on a new descriptor need not say so again: a
+			// new WAL's entry could then be lost behind a sync that
+			// succeeded. Writes stop, as after any failed sync.
+			db.setBackgroundError(errors.Wrap(err, "shale: sync directory after removing obsolete files"))
 		}
 	}
 }

@@ -1,9 +1,11 @@
 package shale
 
 import (
+	"errors"
 	"io"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/shale-db/shale/internal/filename"
@@ -117,5 +119,51 @@ func copyFile(t *testing.T, fsys vfs.FS, from, to string) {
 	}
 	if err := dst.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A directory sync that fails after obsolete files were removed stops
+// writes, as any failed sync does: the file system may have lost more of
+// the directory than the removals, and a later sync on a new descriptor
+// need not report it again.
+func TestObsoleteFilesFailedDirSyncStopsWrites(t *testing.T) {
+	mem := vfs.NewMem()
+	ffs := vfs.NewFault(mem, nil)
+	db, err := reviewOpen(t, ffs, &Options{disableAutoCompactions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put([]byte("a"), []byte("v"), NoSync); err != nil {
+		t.Fatal(err)
+	}
+	var removedLog, failed atomic.Bool
+	ffs.SetInjector(func(c vfs.Call) error {
+		switch {
+		case c.Op == vfs.OpRemove && strings.HasSuffix(c.Path, ".log"):
+			removedLog.Store(true)
+		case c.Op == vfs.OpSyncDir && removedLog.Load() && !failed.Load():
+			failed.Store(true)
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	// The flush retires the WAL; deleteObsoleteFiles removes it, and its
+	// directory sync fails (which Flush may see, or not: its table is
+	// recorded before the removal).
+	if err := db.Flush(); err != nil && !errors.Is(err, vfs.ErrInjected) {
+		t.Fatal(err)
+	}
+	db.bgWG.Wait()
+	if !failed.Load() {
+		t.Fatal("no directory sync followed the removal of the flushed WAL")
+	}
+	if err := db.Put([]byte("b"), []byte("v"), NoSync); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("Put after a failed directory sync: %v, want the injected error", err)
+	}
+	if v, err := db.Get([]byte("a")); err != nil || string(v) != "v" {
+		t.Fatalf("Get after the failure: %q, %v", v, err)
+	}
+	if err := db.Close(); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("Close: %v, want the injected error", err)
 	}
 }
