@@ -1,0 +1,5 @@
+//go:build !race
+
+package fusetest_test
+
+const raceEnabled = false
