@@ -63,6 +63,9 @@ type fileAppender struct {
 	// syncBudget is how many more bytes, after the last Sync, are zeroed
 	// ahead of.
 	syncBudget int64
+	// writeback is how far the kernel was asked to start writing the file
+	// back (startWriteback); -1 if the file system cannot be asked.
+	writeback int64
 	err        error // sticky: after a failed call nothing more is appended
 }
 
@@ -128,6 +131,35 @@ func (a *fileAppender) pwrite(h, payload []byte) error {
 		return a.err
 	}
 	a.off += n
+	if a.writeback >= 0 && a.off-a.writeback >= writebackRun {
+		return a.startWriteback()
+	}
+	return nil
+}
+
+// writebackRun is how many bytes appended after the last startWriteback
+// start the next.
+const writebackRun = 1 << 20
+
+// startWriteback asks the kernel to start writing back what was appended
+// since the last call (sync_file_range with SYNC_FILE_RANGE_WRITE, which
+// does not wait for the disk), so that the fdatasync that retires a WAL,
+// on the commit path, finds at most the last megabyte dirty rather than
+// the whole write buffer. A failure it reports is a failed writeback:
+// appends fail from then on, as after a failed Sync. A file system that
+// cannot do it is appended to without it.
+func (a *fileAppender) startWriteback() error {
+	const syncFileRangeWrite = 2
+	err := ignoringEINTR(func() error { return syscall.SyncFileRange(a.fd, a.writeback, a.off-a.writeback, syncFileRangeWrite) })
+	switch {
+	case err == nil:
+		a.writeback = a.off
+	case errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ESPIPE):
+		a.writeback = -1
+	default:
+		a.err = &os.PathError{Op: "sync_file_range", Path: a.f.Name(), Err: err}
+		return a.err
+	}
 	return nil
 }
 

@@ -192,3 +192,26 @@ func checkWrittenAhead(t *testing.T, fd int, from, to int64) {
 		t.Fatalf("blocks from %d to %d ahead of appends to %d are not allocated", covered, to, from)
 	}
 }
+
+// Every writebackRun bytes appended, the appender asks the kernel to start
+// writing them back, so that the fdatasync that retires the log finds
+// little left to write; the file is unchanged by it.
+func TestAppenderStartsWriteback(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "000001.log")
+	a, f := newFileAppender(t, name)
+	defer f.Close()
+	h := [7]byte{6: 1}
+	payload := bytes.Repeat([]byte{'w'}, 1000)
+	for a.off < 2*writebackRun+writebackRun/2 {
+		appendInBlock(t, a, &h, payload)
+	}
+	if a.writeback < 0 {
+		t.Skip("no sync_file_range on this file system")
+	}
+	if a.writeback < 2*writebackRun || a.writeback > a.off {
+		t.Fatalf("appended %d bytes; writeback started up to %d, want from %d on", a.off, a.writeback, 2*writebackRun)
+	}
+	if err := a.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
