@@ -66,7 +66,7 @@ type fileAppender struct {
 	// writeback is how far the kernel was asked to start writing the file
 	// back (startWriteback); -1 if the file system cannot be asked.
 	writeback int64
-	err        error // sticky: after a failed call nothing more is appended
+	err       error // sticky: after a failed call nothing more is appended
 }
 
 func appendTo(f File) (Appender, error) {
