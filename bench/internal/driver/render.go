@@ -46,7 +46,13 @@ func (r *Report) ratio(workload, store string) string {
 	if store == "shale" || !ok || peer <= 0 {
 		return NA
 	}
-	return fmt.Sprintf("%.2f", shale.Median.Throughput/peer)
+	q := shale.Median.Throughput / peer
+	if q < 0.1 {
+		// Two decimals would print a lopsided ratio (bbolt's Open at a
+		// tiny n is 200 times shale's) as 0.00.
+		return sig3(q)
+	}
+	return fmt.Sprintf("%.2f", q)
 }
 
 // summaryTable has a row per workload: each store's median throughput, then
