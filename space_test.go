@@ -64,6 +64,13 @@ func TestSpaceTracksLiveData(t *testing.T) {
 		}
 		keys, opts, maxGrowth, maxLeft = n, nil, 1.3, 0.05
 	}
+	if raceDetector {
+		// Compactions run several times slower than the writes under the
+		// race detector: level 0 reaches its stop, and the debt the
+		// writes leave at Close is that much larger (1.502 once, against
+		// 1.29 without the detector).
+		maxGrowth += 0.1
+	}
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(10, 10))
 	value := make([]byte, 100)

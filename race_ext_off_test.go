@@ -1,0 +1,5 @@
+//go:build !race
+
+package shale_test
+
+const raceDetector = false
