@@ -150,20 +150,26 @@ func crashModePasses() []func(k int) vfs.CrashMode {
 // its new WAL is synced with the records it carries forward, before and
 // after the MANIFEST names it, while it deletes the old logs...). Every
 // image that leaves opens in all three recovery modes, reports no damage
-// and holds a prefix of the writes with every durable one. In CI every
-// third crash image of the sweep is taken; with SHALE_FAULT_SWEEP=full,
-// every one, in every crash mode.
+// and holds a prefix of the writes with every durable one. In CI the
+// first 16 crash images of the sweep and every 12th after, in every crash
+// mode; with SHALE_FAULT_SWEEP=full, every one.
 func TestCrashInsideOpen(t *testing.T) {
 	start := time.Now()
-	step := 3
-	if sweepFull {
-		step = 1
+	// In CI: a pass in every crash mode, each taking the first 16 images
+	// (a database with one or two WALs, where Open carries records
+	// forward) and every 12th after.
+	passes := []func(k int) vfs.CrashMode{}
+	for m := range vfs.NumCrashModes {
+		passes = append(passes, func(int) vfs.CrashMode { return m })
 	}
+	take := func(i int) bool { return sweepFull || i < 16 || i%12 == 0 }
 	outer, inner := 0, 0
-	for _, mode := range crashModePasses() {
+	for _, mode := range passes {
 		w, points := crashPoints(t, mode)
-		for i := 0; i < len(points); i += step {
-			p := points[i]
+		for i, p := range points {
+			if !take(i) {
+				continue
+			}
 			names, imgs := crashesInsideOpen(t, p.fs, i)
 			for j, img := range imgs {
 				checkCrashImage(t, w, p, img, p.name+"; "+names[j])

@@ -272,8 +272,10 @@ type tailCheck func(lastSeq uint64) (bool, error)
 // tail, and a newer one holds the records Open carried forward from it,
 // synced, while the MANIFEST does not yet name it. (A memtable switch
 // syncs the retired log before the new one takes a write, so the writes
-// of normal operation never leave an older log torn.) Anything else — a
-// gap in the sequence, no record after it at all — is damage.
+// of normal operation never leave an older log torn.) Logs after it with
+// no whole record (Open's carry cut short before its sync) leave it the
+// last log with records, whose tear is a crash's as the newest's is; what
+// damage they hold is reported as theirs. A gap in the sequence is damage.
 func (db *DB) continuedAfter(nums []uint64, lastSeq uint64) (bool, error) {
 	for _, num := range nums {
 		seq, ok, err := db.firstSeq(num)
@@ -281,7 +283,7 @@ func (db *DB) continuedAfter(nums []uint64, lastSeq uint64) (bool, error) {
 			return ok && seq <= lastSeq+1, err
 		}
 	}
-	return false, nil
+	return true, nil
 }
 
 // firstSeq returns the sequence number of the first batch in log num that
