@@ -377,13 +377,30 @@ func TestRepairLeavesNonDatabaseDirAlone(t *testing.T) {
 	}
 }
 
-// TestRepairSkipsObsoleteTables: a crash between a compaction's MANIFEST
-// write and the deletion of its inputs leaves an input on disk. Its
-// versions are older than the compaction's output, whose sequence numbers
-// the last level zeroes: Repair merged it with the rest by sequence number
-// and brought back the overwritten value, or (the tables then disjoint,
-// kept as they were) the deleted key, and reported that nothing was lost.
+// TestRepairSkipsObsoleteTables: a table a compaction replaced, left on
+// disk by a crash before its deletion, is not merged by Repair but moved to
+// lost/: its versions are older than the compaction's outputs, which carry
+// sequence number 0 in the last level.
 func TestRepairSkipsObsoleteTables(t *testing.T) {
+	testRepairSkipsStale(t, ".ldb", "replaced by a compaction", func(r shale.RepairReport) []string { return r.Obsolete })
+}
+
+// TestRepairSkipsObsoleteLogs: a WAL that the MANIFEST records as flushed
+// (numbered below its log number), left on disk by a crash before its
+// deletion, is not replayed by Repair: its writes are in tables, and once
+// a compaction has given the key's newer value sequence number 0 in the
+// last level, the log's older record would win over it.
+func TestRepairSkipsObsoleteLogs(t *testing.T) {
+	testRepairSkipsStale(t, ".log", "flushed to tables", func(r shale.RepairReport) []string { return r.ObsoleteLogs })
+}
+
+// testRepairSkipsStale writes k = "old" and flushes it, saving the one file
+// with the given suffix (the table it went to, or the log it was written
+// to); overwrites or deletes k, flushes and compacts to the last level;
+// puts the saved file back, as a crash before its deletion leaves it; and
+// repairs. Repair must list the file as stale (listed), move it to lost/,
+// say why (reason) and keep k's newer state.
+func testRepairSkipsStale(t *testing.T, suffix, reason string, listed func(shale.RepairReport) []string) {
 	for _, tc := range []struct {
 		name   string
 		second func(db *shale.DB) error // what replaces "old"
@@ -400,16 +417,25 @@ func TestRepairSkipsObsoleteTables(t *testing.T) {
 			if err := db.Put([]byte("k"), []byte("old"), shale.Sync); err != nil {
 				t.Fatal(err)
 			}
+			var stale []string
+			var saved []byte
+			save := func() {
+				if stale = files(t, dir, suffix); len(stale) != 1 {
+					t.Fatalf("%s files %v, want one", suffix, stale)
+				}
+				var err error
+				if saved, err = os.ReadFile(filepath.Join(dir, stale[0])); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if suffix == ".log" {
+				save() // the log k went to, before the flush retires it
+			}
 			if err := db.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			stale := tableNames(t, dir)
-			if len(stale) != 1 {
-				t.Fatalf("tables %v, want one", stale)
-			}
-			saved, err := os.ReadFile(filepath.Join(dir, stale[0]))
-			if err != nil {
-				t.Fatal(err)
+			if suffix != ".log" {
+				save() // the table k was flushed to
 			}
 			if err := tc.second(db); err != nil {
 				t.Fatal(err)
@@ -423,9 +449,9 @@ func TestRepairSkipsObsoleteTables(t *testing.T) {
 			if err := db.Close(); err != nil {
 				t.Fatal(err)
 			}
-			// What the crash leaves: the compaction's input, back on disk.
+			// What the crash leaves: the stale file, back on disk.
 			if _, err := os.Stat(filepath.Join(dir, stale[0])); !errors.Is(err, os.ErrNotExist) {
-				t.Fatalf("the compaction's input is still there (%v)", err)
+				t.Fatalf("%s is still there (%v)", stale[0], err)
 			}
 			if err := os.WriteFile(filepath.Join(dir, stale[0]), saved, 0o644); err != nil {
 				t.Fatal(err)
@@ -438,12 +464,12 @@ func TestRepairSkipsObsoleteTables(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(rep.Obsolete, stale) || !slices.Contains(rep.MovedToLost, stale[0]) || rep.Lost() {
-				t.Errorf("report: obsolete %v, moved to lost/ %v, lost %v; want %v obsolete, moved, nothing lost\n%s",
-					rep.Obsolete, rep.MovedToLost, rep.Lost(), stale, rep.String())
+			if !slices.Equal(listed(rep), stale) || !slices.Contains(rep.MovedToLost, stale[0]) || rep.Lost() {
+				t.Errorf("report: stale %v, moved to lost/ %v, lost %v; want %v stale, moved, nothing lost\n%s",
+					listed(rep), rep.MovedToLost, rep.Lost(), stale, rep.String())
 			}
-			if !strings.Contains(rep.String(), "replaced by a compaction") {
-				t.Errorf("report does not name the obsolete table:\n%s", rep.String())
+			if !strings.Contains(rep.String(), reason) {
+				t.Errorf("report does not name the stale file as %s:\n%s", reason, rep.String())
 			}
 			db = reopen(t, dir, nil)
 			defer db.Close()
@@ -453,79 +479,6 @@ func TestRepairSkipsObsoleteTables(t *testing.T) {
 			}
 			if v, err := db.Get([]byte("a")); err != nil || string(v) != "other" {
 				t.Errorf("after Repair Get(a) = %q, %v; want other", v, err)
-			}
-		})
-	}
-}
-
-// TestRepairSkipsObsoleteLogs: a WAL that the MANIFEST records as flushed
-// (numbered below its log number), left on disk by a crash before its
-// deletion, is not replayed by Repair: its writes are in tables, and once
-// a compaction has given the key's newer value sequence number 0 in the
-// last level, the log's older record would win over it.
-func TestRepairSkipsObsoleteLogs(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		second func(db *shale.DB) error // what replaces "old"
-		want   string                   // k's value after Repair; "" for none
-	}{
-		{"overwritten", func(db *shale.DB) error { return db.Put([]byte("k"), []byte("new"), shale.Sync) }, "new"},
-		{"deleted", func(db *shale.DB) error { return db.Delete([]byte("k"), shale.Sync) }, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			db, dir := openDB(t, nil)
-			if err := db.Put([]byte("k"), []byte("old"), shale.Sync); err != nil {
-				t.Fatal(err)
-			}
-			logs := files(t, dir, ".log")
-			if len(logs) != 1 {
-				t.Fatalf("logs %v, want one", logs)
-			}
-			saved, err := os.ReadFile(filepath.Join(dir, logs[0]))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			if err := tc.second(db); err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Compact(nil, nil); err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Close(); err != nil {
-				t.Fatal(err)
-			}
-			// What the crash leaves: the flushed log, back on disk.
-			if _, err := os.Stat(filepath.Join(dir, logs[0])); !errors.Is(err, os.ErrNotExist) {
-				t.Fatalf("the flushed log is still there (%v)", err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, logs[0]), saved, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Remove(filepath.Join(dir, "CURRENT")); err != nil {
-				t.Fatal(err)
-			}
-			rep, err := shale.Repair(dir, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(rep.ObsoleteLogs, logs) || !slices.Contains(rep.MovedToLost, logs[0]) || rep.Lost() {
-				t.Errorf("report: obsolete logs %v, moved to lost/ %v, lost %v; want %v obsolete, moved, nothing lost\n%s",
-					rep.ObsoleteLogs, rep.MovedToLost, rep.Lost(), logs, rep.String())
-			}
-			if !strings.Contains(rep.String(), "flushed to tables") {
-				t.Errorf("report does not name the obsolete log:\n%s", rep.String())
-			}
-			db = reopen(t, dir, nil)
-			defer db.Close()
-			v, err := db.Get([]byte("k"))
-			if tc.want == "" && !errors.Is(err, shale.ErrNotFound) || tc.want != "" && (err != nil || string(v) != tc.want) {
-				t.Errorf("after Repair Get(k) = %q, %v; want %q", v, err, tc.want)
 			}
 		})
 	}
