@@ -276,9 +276,8 @@ func (a *fileAppender) Sync() error {
 
 // Finish cuts the file to what was appended. It does not sync.
 func (a *fileAppender) Finish() error {
-	if a.reserved < 0 && a.zeroed <= a.off {
-		return nil // nothing lies past the appends
-	}
+	// Always cut: a reservation made before fallocate found the disk too
+	// full (reserved now -1) may still reach past the appends.
 	if err := syscall.Ftruncate(a.fd, a.off); err != nil {
 		err = &os.PathError{Op: "ftruncate", Path: a.f.Name(), Err: err}
 		if a.err == nil {

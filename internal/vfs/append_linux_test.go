@@ -99,19 +99,7 @@ func TestAppenderZeroesAheadOfSyncAppends(t *testing.T) {
 	for range 50 {
 		appendOne()
 	}
-	if err := a.Finish(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("the file holds %d bytes, %d appended; they differ from offset %d", len(got), len(want), firstDiff(got, want))
-	}
+	finishAndCheck(t, a, f, name, want)
 }
 
 // An append the file system refuses fails at once with the file system's

@@ -53,6 +53,13 @@ func TestAppendToOS(t *testing.T) {
 	if fi, _ := os.Stat(name); fi.Size() <= int64(want.Len()) {
 		t.Fatalf("before Finish the file is %d bytes for %d appended: want room reserved ahead", fi.Size(), want.Len())
 	}
+	finishAndCheck(t, a, f, name, want.Bytes())
+}
+
+// finishAndCheck finishes a, syncs and closes f, and checks that the file
+// name holds exactly want: what was appended, cut to it.
+func finishAndCheck(t *testing.T, a Appender, f File, name string, want []byte) {
+	t.Helper()
 	if err := a.Finish(); err != nil {
 		t.Fatal(err)
 	}
@@ -66,8 +73,8 @@ func TestAppendToOS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got, want.Bytes()) {
-		t.Fatalf("file holds %d bytes, appended %d; first difference at %d", len(got), want.Len(), firstDiff(got, want.Bytes()))
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the file holds %d bytes, %d appended; they differ from offset %d", len(got), len(want), firstDiff(got, want))
 	}
 }
 
