@@ -16,10 +16,14 @@ type writer struct {
 	flush bool // force a memtable switch; always committed alone
 	// fn, if set (with flush), runs alone in the leader's turn instead
 	// of a commit: no write is in flight meanwhile (see exclusive).
-	fn   func() error
-	done bool
-	err  error
-	cond sync.Cond // on commitQueue.mu; signalled when done or leader
+	fn func() error
+	// txn, if set, is the transaction whose commit repr is: the leader
+	// checks it for conflicts, and rejects it (setting err) on one.
+	txn      *Transaction
+	rejected bool
+	done     bool
+	err      error
+	cond     sync.Cond // on commitQueue.mu; signalled when done or leader
 }
 
 // commitQueue implements group commit. Writers queue up; the one at the
@@ -59,18 +63,18 @@ func (q *commitQueue) write(db *DB, b *Batch, sync bool) error {
 // returns the group's result. With flush set (and repr nil) the commit is
 // a memtable switch, alone in its group.
 func (q *commitQueue) enqueue(db *DB, repr []byte, sync, flush bool) error {
-	return q.enqueueWriter(db, repr, sync, flush, nil)
+	return q.enqueueWriter(db, repr, sync, flush, nil, nil)
 }
 
 // exclusive waits for the leader's turn and runs fn in it, alone: every
 // write before it has been applied and published, none after it has begun.
 func (q *commitQueue) exclusive(db *DB, fn func() error) error {
-	return q.enqueueWriter(db, nil, false, true, fn)
+	return q.enqueueWriter(db, nil, false, true, fn, nil)
 }
 
-func (q *commitQueue) enqueueWriter(db *DB, repr []byte, sync, flush bool, fn func() error) error {
+func (q *commitQueue) enqueueWriter(db *DB, repr []byte, sync, flush bool, fn func() error, txn *Transaction) error {
 	w := writerPool.Get().(*writer)
-	*w = writer{repr: repr, sync: sync, flush: flush, fn: fn}
+	*w = writer{repr: repr, sync: sync, flush: flush, fn: fn, txn: txn}
 	w.cond.L = &q.mu
 	defer writerPool.Put(w)
 
@@ -90,7 +94,10 @@ func (q *commitQueue) enqueueWriter(db *DB, repr []byte, sync, flush bool, fn fu
 
 	q.mu.Lock()
 	for _, g := range group {
-		g.err, g.done = err, true
+		if !g.rejected {
+			g.err = err
+		}
+		g.done = true
 		if g != w {
 			g.cond.Signal()
 		}
@@ -103,6 +110,7 @@ func (q *commitQueue) enqueueWriter(db *DB, repr []byte, sync, flush bool, fn fu
 	} else if q.idle.L != nil {
 		q.idle.Broadcast()
 	}
+	err = w.err // the group's, or the leader's own rejection
 	q.mu.Unlock()
 	return err
 }
@@ -170,8 +178,16 @@ func (db *DB) commitGroup(group []*writer) ([]*writer, error) {
 	if lead.sync {
 		group = db.commit.gather(group)
 	}
+	// Transactions are checked, and the group's writes recorded for
+	// theirs, before the group takes its sequence numbers; with none
+	// open, the group only counts itself as unrecorded.
+	if db.txns.admitFast() {
+		defer db.txns.unrecorded.Add(-1)
+	} else {
+		db.txns.admit(group, db.commit.lastSeq+1)
+	}
 	repr, seq, err := db.logGroup(log, group)
-	if err != nil {
+	if err != nil || repr == nil {
 		return group, err
 	}
 	if err := mem.Apply(repr, seq); err != nil {
@@ -223,17 +239,30 @@ func (q *commitQueue) gather(group []*writer) []*writer {
 
 // logGroup writes the writers' batches to the WAL (to the OS, not the
 // disk) as one record, with consecutive sequence numbers from the one it
-// returns, and returns that record. The caller applies it to the memtable;
-// readers see none of it until visibleSeq is published.
+// returns, and returns that record (nil when every writer was rejected).
+// The caller applies it to the memtable; readers see none of it until
+// visibleSeq is published.
 func (db *DB) logGroup(log *logFile, group []*writer) (repr []byte, seq uint64, err error) {
 	q := &db.commit
-	repr = group[0].repr
-	if len(group) > 1 {
-		q.buf = append(q.buf[:0], repr...)
-		for _, w := range group[1:] {
-			q.buf = batchrepr.Append(q.buf, w.repr)
+	live := 0
+	for _, w := range group {
+		if w.rejected {
+			continue
 		}
-		repr = q.buf
+		live++
+		switch live {
+		case 1:
+			repr = w.repr
+		case 2:
+			q.buf = append(q.buf[:0], repr...)
+			fallthrough
+		default:
+			q.buf = batchrepr.Append(q.buf, w.repr)
+			repr = q.buf
+		}
+	}
+	if repr == nil {
+		return nil, 0, nil // every writer was a rejected transaction
 	}
 	seq = q.lastSeq + 1
 	batchrepr.SetSeq(repr, seq)

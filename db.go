@@ -53,6 +53,9 @@ type DB struct {
 	// may see: every batch at or below it has been applied whole.
 	visibleSeq atomic.Uint64
 	commit     commitQueue
+	// txns records, while transactions are open, what they are checked
+	// against at Commit.
+	txns *conflictLog
 
 	mu struct {
 		sync.Mutex

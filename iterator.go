@@ -49,7 +49,9 @@ func prefixSuccessor(prefix []byte) []byte {
 // An Iterator is not safe for concurrent use. Close it when done: it pins
 // files and memory.
 type Iterator struct {
-	it     *dbiter.Iter
+	it *dbiter.Iter
+	tx *txnIter // set for a transaction's iterator: it moves, over it
+
 	alloc  *iterAlloc // the stack's memory, released at Close; nil after
 	err    error      // set when the iterator could not be created
 	closed bool
@@ -62,27 +64,60 @@ func (db *DB) NewIterator(o *IterOptions) *Iterator {
 }
 
 // First moves to the first key within the bounds.
-func (it *Iterator) First() bool { return it.ok() && it.start() && it.it.First() }
+func (it *Iterator) First() bool {
+	if it.tx != nil {
+		return it.ok() && it.start() && it.tx.First()
+	}
+	return it.ok() && it.start() && it.it.First()
+}
 
 // Last moves to the last key within the bounds.
-func (it *Iterator) Last() bool { return it.ok() && it.start() && it.it.Last() }
+func (it *Iterator) Last() bool {
+	if it.tx != nil {
+		return it.ok() && it.start() && it.tx.Last()
+	}
+	return it.ok() && it.start() && it.it.Last()
+}
 
 // SeekGE moves to the first key >= key (and within the bounds).
-func (it *Iterator) SeekGE(key []byte) bool { return it.ok() && it.start() && it.it.SeekGE(key) }
+func (it *Iterator) SeekGE(key []byte) bool {
+	if it.tx != nil {
+		return it.ok() && it.start() && it.tx.SeekGE(key)
+	}
+	return it.ok() && it.start() && it.it.SeekGE(key)
+}
 
 // SeekLT moves to the last key < key (and within the bounds).
-func (it *Iterator) SeekLT(key []byte) bool { return it.ok() && it.start() && it.it.SeekLT(key) }
+func (it *Iterator) SeekLT(key []byte) bool {
+	if it.tx != nil {
+		return it.ok() && it.start() && it.tx.SeekLT(key)
+	}
+	return it.ok() && it.start() && it.it.SeekLT(key)
+}
 
 // Next moves to the following key.
-func (it *Iterator) Next() bool { return it.ok() && it.it.Next() }
+func (it *Iterator) Next() bool {
+	if it.tx != nil {
+		return it.ok() && it.tx.Next()
+	}
+	return it.ok() && it.it.Next()
+}
 
 // Prev moves to the preceding key.
-func (it *Iterator) Prev() bool { return it.ok() && it.it.Prev() }
+func (it *Iterator) Prev() bool {
+	if it.tx != nil {
+		return it.ok() && it.tx.Prev()
+	}
+	return it.ok() && it.it.Prev()
+}
 
 // Key returns the current key. See the type's doc for how long it is valid.
 func (it *Iterator) Key() []byte {
 	if !it.ok() {
 		return nil
+	}
+	if it.tx != nil {
+		return it.tx.current().key
 	}
 	return it.it.Key()
 }
@@ -92,6 +127,9 @@ func (it *Iterator) Key() []byte {
 func (it *Iterator) Value() []byte {
 	if !it.ok() {
 		return nil
+	}
+	if it.tx != nil {
+		return it.tx.current().value
 	}
 	return it.it.Value()
 }
@@ -104,6 +142,9 @@ func (it *Iterator) Err() error {
 	}
 	if it.closed {
 		return ErrClosed
+	}
+	if it.tx != nil && it.tx.discarded {
+		return errTxnIterDiscarded
 	}
 	return it.readError(it.it.Err())
 }
@@ -129,6 +170,9 @@ func (it *Iterator) Close() error {
 		return it.err
 	}
 	it.closed = true
+	if it.tx != nil {
+		it.tx.close()
+	}
 	err := it.readError(it.it.Close())
 	if a := it.alloc; a != nil {
 		it.it, it.alloc = nil, nil
@@ -140,7 +184,9 @@ func (it *Iterator) Close() error {
 	return it.err
 }
 
-func (it *Iterator) ok() bool { return !it.closed && it.err == nil }
+func (it *Iterator) ok() bool {
+	return !it.closed && it.err == nil && (it.tx == nil || !it.tx.discarded)
+}
 
 // start begins a new scan for the table iterators' count of blocks read in
 // order (see sstable.ScanGroup); it returns true.

@@ -33,7 +33,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 }
 
 func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
-	db := &DB{dir: dir, opts: o, fs: fsys}
+	db := &DB{dir: dir, opts: o, fs: fsys, txns: newConflictLog(o.TxnConflictMemory)}
 	db.mu.bgCond.L = &db.mu.Mutex
 	db.mu.pendingOutputs = make(map[uint64]struct{})
 	if err := db.lockDir(); err != nil {

@@ -165,6 +165,13 @@ type Options struct {
 	// (a flush runs beside them in any case). Default: 1 on a machine with
 	// fewer than 4 CPUs, else 2.
 	MaxConcurrentCompactions int
+	// TxnConflictMemory bounds the memory that keeps, while transactions
+	// are open, the keys written since the oldest of them began (about
+	// 128 bytes a key besides its bytes). Past it the oldest keys are
+	// forgotten, and a transaction that began before them fails to commit
+	// with an error matching ErrConflict that says so. Default
+	// DefaultTxnConflictMemory (64 MiB).
+	TxnConflictMemory int64
 	// Logger receives what recovery found and background errors. Nil
 	// means, for a writable Open, a LOG file in the database directory
 	// (the previous one kept as LOG.old), as LevelDB writes; a read-only
@@ -201,6 +208,7 @@ func (o *Options) withDefaults() (Options, error) {
 		{"TargetFileSize", c.TargetFileSize},
 		{"MaxConcurrentCompactions", int64(c.MaxConcurrentCompactions)},
 		{"MaxImmutableMemtables", int64(c.MaxImmutableMemtables)},
+		{"TxnConflictMemory", c.TxnConflictMemory},
 	} {
 		if f.v < 0 {
 			return c, errors.Newf("shale: Options.%s is negative (%d)", f.name, f.v)
@@ -222,6 +230,7 @@ func (o *Options) withDefaults() (Options, error) {
 	setDefault(&c.MaxManifestFileSize, DefaultMaxManifestFileSize)
 	setDefault(&c.MaxConcurrentCompactions, defaultMaxConcurrentCompactions())
 	setDefault(&c.MaxImmutableMemtables, DefaultMaxImmutableMemtables)
+	setDefault(&c.TxnConflictMemory, DefaultTxnConflictMemory)
 	if c.MaxOpenFiles < 16 {
 		c.MaxOpenFiles = 16
 	}

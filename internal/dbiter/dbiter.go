@@ -164,3 +164,7 @@ func (i *Iter) Close() error {
 	}
 	return i.err
 }
+
+// Bounds returns the iterator's bounds (nil: open). The slices are the
+// iterator's own and must not be modified.
+func (i *Iter) Bounds() (lower, upper []byte) { return i.lower, i.upper }
