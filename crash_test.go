@@ -102,6 +102,10 @@ func runCrashChildIfAsked() {
 	if dir := os.Getenv(idleChildEnv); dir != "" {
 		idleChild(dir)
 	}
+	if dir := os.Getenv(bankChildEnv); dir != "" {
+		bankChild(dir)
+		os.Exit(0)
+	}
 	spec := os.Getenv(crashChildEnv)
 	if spec == "" {
 		return

@@ -92,6 +92,18 @@ type Metrics struct {
 	// ManifestSwitches counts the times it was replaced by a new one
 	// since Open (see Options.MaxManifestFileSize).
 	ManifestSize, ManifestSwitches int64
+
+	// Transactions: Open is how many are open; Conflicts counts the
+	// commits refused with ErrConflict since Open, Trimmed the keys the
+	// conflict log forgot to stay within Options.TxnConflictMemory.
+	// TrackedKeys and TrackedBytes are what the log holds now: the keys
+	// written since the oldest open transaction began, and their
+	// estimated memory.
+	Transactions struct {
+		Open, Conflicts, Trimmed int64
+		TrackedKeys              int
+		TrackedBytes             int64
+	}
 }
 
 // stallKind indexes stallCounters.
@@ -170,6 +182,9 @@ func (db *DB) Metrics() Metrics {
 	m.BlockCache.Hits, m.BlockCache.Misses = cm.Hits, cm.Misses
 	m.BlockCache.Bytes, m.BlockCache.Pinned, m.BlockCache.Capacity = cm.Size, cm.Pinned, db.opts.CacheSize
 	m.WALBytes = db.walBytes.Load()
+	cs := db.txns.stats()
+	m.Transactions.Open, m.Transactions.Conflicts, m.Transactions.Trimmed = cs.open, cs.conflicts, cs.trimmed
+	m.Transactions.TrackedKeys, m.Transactions.TrackedBytes = cs.keys, cs.bytes
 	m.WALRecords, m.WALSyncs = db.walRecords.Load(), db.walSyncs.Load()
 	m.ManifestSize, m.ManifestSwitches = db.vs.ManifestSize(), db.manifestSwitches.Load()
 
@@ -241,6 +256,9 @@ func (m Metrics) String() string {
 	fmt.Fprintf(&b, "memtable: %s; immutable: %d (%s); WAL: %s\n", humanBytes(m.MemtableBytes),
 		m.ImmutableMemtables, humanBytes(m.ImmutableBytes), humanBytes(m.WALSize))
 	fmt.Fprintf(&b, "manifest: %s; replaced %d times since Open\n", humanBytes(m.ManifestSize), m.ManifestSwitches)
+	fmt.Fprintf(&b, "transactions: %d open, %d conflicts; tracking %d keys (%s), %d forgotten past the limit\n",
+		m.Transactions.Open, m.Transactions.Conflicts, m.Transactions.TrackedKeys,
+		humanBytes(m.Transactions.TrackedBytes), m.Transactions.Trimmed)
 	return b.String()
 }
 
