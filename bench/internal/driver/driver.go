@@ -51,7 +51,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	d := &driver{cfg: cfg}
 	r := newReport(cfg)
-	total, done := len(cfg.Workloads)*cfg.Passes*len(cfg.Stores), 0
+	total, done := 0, 0
+	for _, wname := range cfg.Workloads {
+		w, _ := worker.Lookup(wname)
+		for _, store := range cfg.Stores {
+			if w.Runs(store) {
+				total += cfg.Passes
+			}
+		}
+	}
 	// Pass by pass, so that a disturbance lasting minutes lands in one pass
 	// of each workload, which the median discards, rather than in every
 	// pass of one workload.
@@ -62,6 +70,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				return nil, errors.Newf("driver: unknown workload %q", wname)
 			}
 			for _, store := range cfg.Stores {
+				if !w.Runs(store) {
+					continue
+				}
 				smp, err := d.job(ctx, w, store, pass)
 				if err != nil {
 					r.summarize()
@@ -113,7 +124,11 @@ func (d *driver) progress(done, total int, w worker.Workload, pass int, store st
 	if d.cfg.Progress == nil {
 		return
 	}
-	fmt.Fprintf(d.cfg.Progress, "[%d/%d] %s pass %d/%d %s: %s %s in %s\n", done, total, w.Name,
+	conflicts := ""
+	if s.Conflicts > 0 {
+		conflicts = fmt.Sprintf(" (%.2f%% refused for conflicts)", 100*ratio(s.Conflicts, s.Ops+s.Conflicts))
+	}
+	fmt.Fprintf(d.cfg.Progress, "[%d/%d] %s pass %d/%d %s: %s %s in %s%s\n", done, total, w.Name,
 		pass+1, d.cfg.Passes, store, formatRate(s.throughput()), w.Unit,
-		formatDuration(time.Duration(s.Seconds*float64(time.Second))))
+		formatDuration(time.Duration(s.Seconds*float64(time.Second))), conflicts)
 }

@@ -24,12 +24,16 @@ var Notes = []string{
 		"in another. Stores alternate within each pass.",
 	"RSS: ru_maxrss of the timed process. anon: its largest RssAnon, sampled every 5 ms: RSS " +
 		"less the pages of the binary (shared by every store's workers; how many a process maps " +
-		"depends on the page cache) and of mapped files (shale's WAL window on Linux, bbolt's " +
-		"database). disk: every file in the directory after Close. " +
+		"depends on the page cache) and of mapped files (bbolt's database, Badger's logs " +
+		"and tables). disk: every file in the directory after Close. " +
 		"WA: wchar of /proc/self/io (bytes handed to write syscalls, Open to Close) over 116 bytes per put " +
 		"made in the timed process. WA dev: write_bytes (pages dirtied toward the disk, mmap included; 0 on tmpfs) " +
-		"over the same. shale on Linux appends its WAL through mmap too, so its WA counts only tables, " +
-		"MANIFEST and the large WAL records it writes with pwritev (fillbatch's): compare WA dev.",
+		"over the same.",
+	"Transactions (shale, Badger, bbolt only): txn-rmw reads two random keys and writes both back in one " +
+		"transaction, committed unsynced (txn-rmw8: 8 goroutines); txn-rmw-sync commits synced from 8 " +
+		"goroutines (Badger with SyncWrites; bbolt syncs every commit and runs one writer at a time); " +
+		"txn-view is a read-only transaction of two Gets. A commit refused for a conflict is not retried: " +
+		"throughput counts the commits, and the found column gives the share refused.",
 	"Latency: every put (fillbatch: every batch) of the single-writer fills timed on its own; " +
 		"percentiles within 1%, max exact; each the median over the passes.",
 	"Sizes: 16-byte keys (%016d), 100-byte values of which half repeats (db_bench's generator); " +

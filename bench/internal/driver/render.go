@@ -66,6 +66,10 @@ func (r *Report) summaryTable() table {
 		w, _ := worker.Lookup(wname)
 		row := []string{wname, w.Unit}
 		for _, s := range r.Stores {
+			if !w.Runs(s) {
+				row = append(row, NA)
+				continue
+			}
 			row = append(row, formatRate(r.Cells[wname][s].Median.Throughput))
 		}
 		for _, p := range r.peers() {
@@ -86,6 +90,9 @@ func (r *Report) detailTable() table {
 	for _, wname := range r.Workloads {
 		w, _ := worker.Lookup(wname)
 		for _, s := range r.Stores {
+			if !w.Runs(s) {
+				continue
+			}
 			c := r.Cells[wname][s]
 			m := c.Median
 			row := []string{wname, s, formatRate(m.Throughput),
@@ -114,6 +121,8 @@ func (r *Report) detailTable() table {
 // share, over the passes, of the acknowledged keys that did.
 func found(w worker.Workload, c *Cell) string {
 	switch {
+	case c.Median.ConflictShare > 0:
+		return fmt.Sprintf("%.2f%% conflicts", 100*c.Median.ConflictShare)
 	case !w.Reads:
 		return NA
 	case w.Name == "recovery":

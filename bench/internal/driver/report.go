@@ -34,16 +34,18 @@ type Cell struct {
 // Median is the median of each figure over the passes, taken figure by
 // figure (so the p99 is the median of the passes' p99s).
 type Median struct {
-	Throughput float64       `json:"throughput"` // ops per second
-	Seconds    float64       `json:"seconds"`
-	PeakRSS    float64       `json:"peak_rss"`
-	PeakAnon   float64       `json:"peak_anon"`
-	DiskBytes  float64       `json:"disk_bytes"`
-	Writes     float64       `json:"writes"`      // puts made in the timed process
-	WriteAmp   float64       `json:"write_amp"`   // wchar / user bytes; 0 if nothing was put
-	DeviceAmp  float64       `json:"device_amp"`  // write_bytes / user bytes
-	FoundShare float64       `json:"found_share"` // of lookups; for recovery 1 or 0
-	Latency    *hist.Summary `json:"latency,omitempty"`
+	Throughput float64 `json:"throughput"` // ops per second
+	Seconds    float64 `json:"seconds"`
+	PeakRSS    float64 `json:"peak_rss"`
+	PeakAnon   float64 `json:"peak_anon"`
+	DiskBytes  float64 `json:"disk_bytes"`
+	Writes     float64 `json:"writes"`      // puts made in the timed process
+	WriteAmp   float64 `json:"write_amp"`   // wchar / user bytes; 0 if nothing was put
+	DeviceAmp  float64 `json:"device_amp"`  // write_bytes / user bytes
+	FoundShare float64 `json:"found_share"` // of lookups; for recovery 1 or 0
+	// ConflictShare is the share of transactions refused for a conflict.
+	ConflictShare float64       `json:"conflict_share,omitempty"`
+	Latency       *hist.Summary `json:"latency,omitempty"`
 }
 
 func newReport(cfg Config) *Report {
@@ -90,15 +92,16 @@ func medianOf(w worker.Workload, ss []Sample) Median {
 		return median(v)
 	}
 	m := Median{
-		Throughput: pick(Sample.throughput),
-		Seconds:    pick(func(s Sample) float64 { return s.Seconds }),
-		PeakRSS:    pick(func(s Sample) float64 { return float64(s.PeakRSS) }),
-		PeakAnon:   pick(func(s Sample) float64 { return float64(s.PeakAnon) }),
-		DiskBytes:  pick(func(s Sample) float64 { return float64(s.DiskBytes) }),
-		Writes:     pick(func(s Sample) float64 { return float64(s.Writes) }),
-		WriteAmp:   pick(func(s Sample) float64 { return ratio(s.WChar, s.Writes*gen.UserBytes) }),
-		DeviceAmp:  pick(func(s Sample) float64 { return ratio(s.WriteBytes, s.Writes*gen.UserBytes) }),
-		FoundShare: pick(func(s Sample) float64 { return ratio(s.Found, s.Ops) }),
+		Throughput:    pick(Sample.throughput),
+		Seconds:       pick(func(s Sample) float64 { return s.Seconds }),
+		PeakRSS:       pick(func(s Sample) float64 { return float64(s.PeakRSS) }),
+		PeakAnon:      pick(func(s Sample) float64 { return float64(s.PeakAnon) }),
+		DiskBytes:     pick(func(s Sample) float64 { return float64(s.DiskBytes) }),
+		Writes:        pick(func(s Sample) float64 { return float64(s.Writes) }),
+		WriteAmp:      pick(func(s Sample) float64 { return ratio(s.WChar, s.Writes*gen.UserBytes) }),
+		DeviceAmp:     pick(func(s Sample) float64 { return ratio(s.WriteBytes, s.Writes*gen.UserBytes) }),
+		FoundShare:    pick(func(s Sample) float64 { return ratio(s.Found, s.Ops) }),
+		ConflictShare: pick(func(s Sample) float64 { return ratio(s.Conflicts, s.Ops+s.Conflicts) }),
 	}
 	if w.Latency {
 		m.Latency = medianLatency(ss)

@@ -97,3 +97,16 @@ func Open(name, dir string, c Config) (Store, error) {
 
 // Known reports whether name is one of Names.
 func Known(name string) bool { return slices.Contains(Names, name) }
+
+// Txner is implemented by the stores with serializable read-write
+// transactions (shale, Badger, bbolt), for the transaction workloads.
+type Txner interface {
+	// ReadModifyWrite runs one transaction: it reads a and b, writes va
+	// to a and vb to b, and commits, synced if sync (Badger: as opened).
+	// conflict reports a commit the store refused with its conflict
+	// error; it is not retried.
+	ReadModifyWrite(a, b, va, vb []byte, sync bool) (conflict bool, err error)
+	// View runs one read-only transaction that reads a and b, and
+	// returns how many were found.
+	View(a, b []byte) (found int, err error)
+}

@@ -63,6 +63,9 @@ type Result struct {
 	// StallSeconds is how long writes were delayed or held by the store's
 	// flow control during the timed span, for stores that say (shale).
 	StallSeconds float64 `json:"stall_seconds,omitempty"`
+	// Conflicts counts the transactions the store refused for a conflict
+	// (the transaction workloads); Ops counts those committed.
+	Conflicts int64 `json:"conflicts,omitempty"`
 }
 
 // Spec names one worker's job.

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,7 +48,10 @@ type Workload struct {
 	CacheQuarter bool
 	// TimesOpen: the timed span includes Open (and run opens the store).
 	TimesOpen bool
-	run       func(e *env) error
+	// Stores, if set, are the only stores that run the workload (the
+	// transaction workloads: the stores with transactions).
+	Stores []string
+	run    func(e *env) error
 }
 
 // Seed streams, so that each phase draws its own keys.
@@ -65,6 +69,7 @@ const (
 	BatchSize   = 1000
 	SyncWriters = 8
 	SeekNexts   = 10
+	TxnWriters  = 8
 )
 
 // Workloads lists every workload in the order they run and print.
@@ -93,8 +98,25 @@ var Workloads = []Workload{
 		Prepare: FillRandom, Unit: "gets/s", Reads: true, Writes: true, run: (*env).readWhileWriting},
 	{Name: "readrandom4x", Doc: "readrandom with every block cache a quarter of the data's user bytes",
 		Prepare: FillRandom, Unit: "gets/s", Reads: true, CacheQuarter: true, run: (*env).readRandom},
+	{Name: "txn-rmw", Doc: "n/5 transactions, one goroutine: Get two random keys, Put both, commit unsynced; after fillrandom",
+		Prepare: FillRandom, Unit: "txns/s", Writes: true, Stores: []string{"shale", "badger"},
+		run: func(e *env) error { return e.txnRMW(1, max(e.n/5, 1), false) }},
+	{Name: "txn-rmw8", Doc: "txn-rmw from 8 goroutines, n/40 transactions each", Prepare: FillRandom,
+		Unit: "txns/s", Writes: true, Stores: []string{"shale", "badger"},
+		run: func(e *env) error { return e.txnRMW(TxnWriters, max(e.n/5/TxnWriters, 1), false) }},
+	{Name: "txn-rmw-sync", Doc: "txn-rmw from 8 goroutines, n/500 transactions each, committed synced",
+		Prepare: FillRandom, Unit: "txns/s", Writes: true, Sync: true, Stores: []string{"shale", "badger", "bbolt"},
+		run: func(e *env) error { return e.txnRMW(TxnWriters, max(e.n/500, 1), true) }},
+	{Name: "txn-view", Doc: "n/2 read-only transactions of two random Gets, one goroutine; after fillrandom",
+		Prepare: FillRandom, Unit: "txns/s", Reads: true, Stores: []string{"shale", "badger", "bbolt"},
+		run: (*env).txnView},
 	{Name: "recovery", Doc: "Open and one Get after n/2 random puts ended by SIGKILL", Prepare: Crash,
 		Unit: "opens/s", Reads: true, TimesOpen: true, run: (*env).recovery},
+}
+
+// Runs reports whether store runs workload w.
+func (w Workload) Runs(store string) bool {
+	return len(w.Stores) == 0 || slices.Contains(w.Stores, store)
 }
 
 // Lookup returns the named workload.
@@ -379,4 +401,70 @@ func lastCrashKey(n int, seed uint64) uint64 {
 		k = keys.Next()
 	}
 	return k
+}
+
+// txnRMW runs per read-modify-write transactions on each of writers
+// goroutines: two random keys read, both written, committed (synced if
+// sync). Ops counts the commits; Conflicts the commits refused.
+func (e *env) txnRMW(writers, per int, synced bool) error {
+	tx, ok := e.db.(kv.Txner)
+	if !ok {
+		return errorf("%s has no transactions", e.store)
+	}
+	vals := make([]*gen.Values, writers)
+	for w := range vals {
+		vals[w] = gen.NewValues()
+	}
+	errs := make([]error, writers)
+	var commits, conflicts atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range writers {
+		wg.Go(func() {
+			keys := gen.NewKeys(e.n, e.seed, streamSync+uint64(w))
+			ka, kb := make([]byte, gen.KeySize), make([]byte, gen.KeySize)
+			for range per {
+				a, b := gen.FormatKey(ka, keys.Next()), gen.FormatKey(kb, keys.Next())
+				conflict, err := tx.ReadModifyWrite(a, b, vals[w].Next(), vals[w].Next(), synced)
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				if conflict {
+					conflicts.Add(1)
+				} else {
+					commits.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	e.res.Seconds = time.Since(start).Seconds()
+	e.res.Ops, e.res.Conflicts = commits.Load(), conflicts.Load()
+	e.res.Writes = 2 * e.res.Ops
+	return firstError(errs)
+}
+
+// txnView runs n/2 read-only transactions of two random Gets each.
+func (e *env) txnView() error {
+	tx, ok := e.db.(kv.Txner)
+	if !ok {
+		return errorf("%s has no transactions", e.store)
+	}
+	keys := gen.NewKeys(e.n, e.seed, streamRead)
+	ka, kb := make([]byte, gen.KeySize), make([]byte, gen.KeySize)
+	count := max(e.n/2, 1)
+	var found int64
+	start := time.Now()
+	for range count {
+		n, err := tx.View(gen.FormatKey(ka, keys.Next()), gen.FormatKey(kb, keys.Next()))
+		if err != nil {
+			return err
+		}
+		found += int64(n)
+	}
+	e.res.Seconds = time.Since(start).Seconds()
+	// Found is per Get, as readrandom's: two a transaction.
+	e.res.Ops, e.res.Found = int64(count), found/2
+	return nil
 }
