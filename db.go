@@ -103,6 +103,10 @@ type DB struct {
 		// writeGroups was idleSince (see idleDelay).
 		idle      bool
 		idleSince uint64
+		// lsm is the picker's view of version lsmOf, the last one picked
+		// from (compared by identity only).
+		lsmOf *manifest.Version
+		lsm   *versionLSM
 		// stalls and counters feed Metrics.
 		stalls   stallCounters
 		counters bgCounters

@@ -92,7 +92,12 @@ func (db *DB) pickLocked() *compaction.Compaction {
 	if db.idleCompactL0Locked() {
 		o.L0Trigger = 1
 	}
-	return compaction.Pick(newVersionLSM(v), o, st)
+	if db.mu.lsmOf != v {
+		// Built once per version: a pick after every snapshot release
+		// would otherwise copy every table's description each time.
+		db.mu.lsmOf, db.mu.lsm = v, newVersionLSM(v)
+	}
+	return compaction.Pick(db.mu.lsm, o, st)
 }
 
 func (db *DB) pickerOptions() compaction.Options {

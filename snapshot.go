@@ -42,8 +42,13 @@ func (s *Snapshot) Close() error {
 	s.db.mu.Lock()
 	defer s.db.mu.Unlock()
 	s.db.mu.snapshots.remove(s)
-	// Versions only this snapshot kept may now be dropped.
-	s.db.maybeScheduleLocked()
+	// Versions only this snapshot kept may now be dropped: if it was the
+	// oldest and writes came after it, compaction's horizon moves. (A
+	// schedule on every Close cost a read-only transaction of two Gets
+	// a sixth of its time.)
+	if s.db.mu.snapshots.oldest(s.db.visibleSeq.Load()) > s.seq {
+		s.db.maybeScheduleLocked()
+	}
 	return nil
 }
 

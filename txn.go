@@ -269,6 +269,24 @@ func (t *Transaction) normalizeSpans() {
 	t.spansSorted = true
 }
 
+// spansCover reports whether key lies in one of the spans, which
+// normalizeSpans has sorted and merged.
+func (t *Transaction) spansCover(key string) bool {
+	// The last span starting at or before key is the only one that can
+	// hold it.
+	i, _ := slices.BinarySearchFunc(t.spans, key, func(s keySpan, k string) int {
+		if string(s.lo) <= k {
+			return -1
+		}
+		return 1
+	})
+	if i == 0 {
+		return false
+	}
+	s := t.spans[i-1]
+	return s.hiInf || key < string(s.hi)
+}
+
 // iterClosed is called by an iterator of the transaction as it closes.
 func (t *Transaction) iterClosed(ti *txnIter) {
 	delete(t.iters, ti)

@@ -2,6 +2,8 @@ package shale
 
 import (
 	"bytes"
+	"cmp"
+	"slices"
 	"hash/maphash"
 	"runtime"
 	"sync"
@@ -9,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
-	"github.com/google/btree"
 	"github.com/shale-db/shale/internal/batchrepr"
 )
 
@@ -24,7 +25,10 @@ import (
 // A transaction conflicts when a key written after it began is one it read
 // with Get (looked up by 64-bit fingerprint, so that a transaction's reads
 // cost 8 bytes each: two keys share one with probability 2^-64) or lies in
-// a span one of its iterators passed over (looked up by key, exactly).
+// a span one of its iterators passed over (each key written since it began
+// looked up in its sorted spans, exactly). Only a transaction that
+// iterated pays for that scan; the write path pays a map insertion and an
+// append a key.
 type conflictLog struct {
 	// open counts the transactions begun and not yet ended; the commit
 	// path reads it without the lock.
@@ -38,8 +42,7 @@ type conflictLog struct {
 	seed maphash.Seed
 
 	mu     sync.Mutex
-	starts map[uint64]int // start sequence number → open transactions
-	byKey  *btree.BTreeG[writeMark]
+	starts map[uint64]int    // start sequence number → open transactions
 	byFP   map[uint64]uint64 // key fingerprint → newest sequence number
 	fifo   []writeMark       // recorded writes in sequence order; fifo[head:] live
 	head   int
@@ -61,8 +64,8 @@ type writeMark struct {
 }
 
 // markOverhead estimates the memory one recorded key costs besides its
-// bytes: its entries in the B-tree, the fingerprint map and the queue.
-const markOverhead = 128
+// bytes: its entries in the fingerprint map and the queue.
+const markOverhead = 96
 
 // DefaultTxnConflictMemory is Options.TxnConflictMemory's default.
 const DefaultTxnConflictMemory = 64 << 20
@@ -71,7 +74,6 @@ func newConflictLog(limit int64) *conflictLog {
 	return &conflictLog{
 		seed:   maphash.MakeSeed(),
 		starts: make(map[uint64]int),
-		byKey:  btree.NewG(16, func(a, b writeMark) bool { return a.key < b.key }),
 		byFP:   make(map[uint64]uint64),
 		limit:  limit,
 	}
@@ -120,7 +122,6 @@ func (c *conflictLog) end(start uint64) {
 func (c *conflictLog) pruneLocked() {
 	if len(c.starts) == 0 {
 		if c.open.Load() == 0 && c.head < len(c.fifo) {
-			c.byKey.Clear(false)
 			clear(c.byFP)
 			clear(c.fifo)
 			c.fifo, c.head, c.bytes = c.fifo[:0], 0, 0
@@ -144,9 +145,6 @@ func (c *conflictLog) dropOldestLocked() writeMark {
 	if c.byFP[m.fp] == m.seq {
 		delete(c.byFP, m.fp)
 	}
-	if cur, ok := c.byKey.Get(m); ok && cur.seq == m.seq {
-		c.byKey.Delete(m)
-	}
 	c.bytes -= int64(len(m.key)) + markOverhead
 	if c.head > len(c.fifo)/2 && c.head > 1024 {
 		n := copy(c.fifo, c.fifo[c.head:])
@@ -168,7 +166,6 @@ func (c *conflictLog) recordLocked(repr []byte, seq uint64) {
 		m := writeMark{key: string(key), fp: c.fingerprint(key), seq: seq}
 		seq++
 		c.byFP[m.fp] = m.seq
-		c.byKey.ReplaceOrInsert(m)
 		c.fifo = append(c.fifo, m)
 		c.bytes += int64(len(m.key)) + markOverhead
 	}
@@ -195,33 +192,20 @@ func (c *conflictLog) checkLocked(t *Transaction) error {
 				"number %d, after the transaction began at %d", seq, t.start)
 		}
 	}
+	if len(t.spans) == 0 {
+		return nil
+	}
 	t.normalizeSpans()
-	for _, s := range t.spans {
-		if m, hit := c.writtenIn(s, t.start); hit {
+	live := c.fifo[c.head:]
+	first, _ := slices.BinarySearchFunc(live, t.start+1, func(m writeMark, seq uint64) int { return cmp.Compare(m.seq, seq) })
+	for _, m := range live[first:] {
+		if t.spansCover(m.key) {
 			c.conflicts++
 			return errors.Wrapf(ErrConflict, "shale: key %q, in a range the transaction iterated over, was "+
 				"written at sequence number %d, after the transaction began at %d", m.key, m.seq, t.start)
 		}
 	}
 	return nil
-}
-
-// writtenIn returns a recorded write in span s newer than start.
-func (c *conflictLog) writtenIn(s keySpan, start uint64) (found writeMark, hit bool) {
-	visit := func(m writeMark) bool {
-		if m.seq > start {
-			found, hit = m, true
-			return false
-		}
-		return true
-	}
-	lo := writeMark{key: string(s.lo)}
-	if s.hiInf {
-		c.byKey.AscendGreaterOrEqual(lo, visit)
-	} else {
-		c.byKey.AscendRange(lo, writeMark{key: string(s.hi)}, visit)
-	}
-	return found, hit
 }
 
 // admitFast is the commit path's check, before a group gets its sequence
