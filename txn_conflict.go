@@ -3,9 +3,9 @@ package shale
 import (
 	"bytes"
 	"cmp"
-	"slices"
 	"hash/maphash"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
