@@ -66,7 +66,7 @@ func (db *DB) writeTar(w io.Writer, k *cut) error {
 	}
 	err := manifest.WriteState(mem, "/m", manifest.DirState{
 		Version: k.v, LogNumber: k.logNum, LastSequence: k.seq,
-		ManifestNum: k.manifestNum, NextFileNumber: k.nextFileNumber,
+		ManifestNum: k.manifestNum, NextFileNumber: k.nextFileNumber, Marked: k.marked,
 	})
 	if err != nil {
 		return err

@@ -1,6 +1,10 @@
 package shale
 
-import "github.com/shale-db/shale/internal/batchrepr"
+import (
+	"bytes"
+
+	"github.com/shale-db/shale/internal/batchrepr"
+)
 
 // Batch is a sequence of puts and deletes that Write applies atomically:
 // after a crash the database holds all of it or none of it. The zero value
@@ -18,6 +22,9 @@ type Batch struct {
 	// repr is the batchrepr encoding; nil or a 12-byte header followed by
 	// the entries. The header's sequence number is set by the commit.
 	repr []byte
+	// rangeDels counts the range deletions in repr; openEnds those
+	// without an end, which the commit gives one.
+	rangeDels, openEnds int
 }
 
 // Put adds the setting of key to value.
@@ -26,7 +33,30 @@ func (b *Batch) Put(key, value []byte) { b.repr = batchrepr.AppendPut(b.repr, ke
 // Delete adds the deletion of key.
 func (b *Batch) Delete(key []byte) { b.repr = batchrepr.AppendDelete(b.repr, key) }
 
-// Len returns the number of puts and deletes in the batch.
+// DeleteRange adds the deletion of every key k with start <= k < end. A nil
+// start is the smallest key; a nil end means no end. start >= end adds
+// nothing. It is ordered with the batch's other writes: a Put after it in
+// the batch survives it, one before it does not.
+//
+// A database that has held a range deletion is marked so that LevelDB
+// and goleveldb refuse to open it, rather than show its deleted keys (see
+// the package doc).
+func (b *Batch) DeleteRange(start, end []byte) {
+	if start == nil {
+		start = []byte{}
+	}
+	if end != nil && bytes.Compare(start, end) >= 0 {
+		return
+	}
+	b.repr = batchrepr.AppendRangeDelete(b.repr, start, end)
+	b.rangeDels++
+	if end == nil {
+		b.openEnds++
+	}
+}
+
+// Len returns the number of puts, deletes and range deletions in the
+// batch.
 func (b *Batch) Len() int {
 	if len(b.repr) < batchrepr.HeaderLen {
 		return 0
@@ -39,6 +69,7 @@ func (b *Batch) Reset() {
 	if b.repr != nil {
 		b.repr = b.repr[:0]
 	}
+	b.rangeDels, b.openEnds = 0, 0
 }
 
 // size returns the encoded size of the batch in bytes.

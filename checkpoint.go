@@ -99,6 +99,9 @@ type cut struct {
 	logNum, seq    uint64
 	manifestNum    uint64
 	nextFileNumber uint64
+	// marked: the source's MANIFEST carries the mark (its logs may hold
+	// range deletions), and so must the copy's.
+	marked bool
 }
 
 type cutLog struct {
@@ -152,6 +155,7 @@ func (db *DB) takeCut() (*cut, error) {
 			c.logs = append(c.logs, cutLog{num: l.num, f: f, size: l.size.Load()})
 		}
 		c.v, c.logNum, c.seq = db.vs.State()
+		c.marked = db.vs.Marked()
 		return nil
 	}
 	var err error
@@ -177,6 +181,7 @@ func (db *DB) takeCut() (*cut, error) {
 // whole.
 func (db *DB) takeReadOnlyCut(c *cut) error {
 	c.v, c.logNum, c.seq = db.vs.State()
+	c.marked = db.vs.Marked()
 	nums, err := db.logsToReplay()
 	if err != nil {
 		return err
@@ -239,7 +244,7 @@ func (db *DB) writeCut(c *copier, k *cut) error {
 	}
 	return manifest.WriteState(db.fs, c.dst, manifest.DirState{
 		Version: k.v, LogNumber: k.logNum, LastSequence: k.seq,
-		ManifestNum: k.manifestNum, NextFileNumber: k.nextFileNumber,
+		ManifestNum: k.manifestNum, NextFileNumber: k.nextFileNumber, Marked: k.marked,
 	})
 }
 

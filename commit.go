@@ -1,10 +1,14 @@
 package shale
 
 import (
+	"bytes"
 	"runtime"
 	"sync"
 
+	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/internal/batchrepr"
+	"github.com/shale-db/shale/internal/ikey"
+	"github.com/shale-db/shale/memtable"
 )
 
 const batchHeaderLen = batchrepr.HeaderLen
@@ -21,9 +25,12 @@ type writer struct {
 	// checks it for conflicts, and rejects it (setting err) on one.
 	txn      *Transaction
 	rejected bool
-	done     bool
-	err      error
-	cond     sync.Cond // on commitQueue.mu; signalled when done or leader
+	// rangeDels counts the range deletions in repr, openEnds those the
+	// leader must give an end (see resolveRangeDels).
+	rangeDels, openEnds int
+	done                bool
+	err                 error
+	cond                sync.Cond // on commitQueue.mu; signalled when done or leader
 }
 
 // commitQueue implements group commit. Writers queue up; the one at the
@@ -56,25 +63,36 @@ var writerPool = sync.Pool{New: func() any { return new(writer) }}
 
 // write commits one batch and returns when it is durable as asked.
 func (q *commitQueue) write(db *DB, b *Batch, sync bool) error {
-	return q.enqueue(db, b.repr, sync, false)
+	return q.submit(db, &writerArgs{repr: b.repr, sync: sync, rangeDels: b.rangeDels, openEnds: b.openEnds})
 }
 
 // enqueue waits for its turn, leads a group if it is at the front, and
 // returns the group's result. With flush set (and repr nil) the commit is
 // a memtable switch, alone in its group.
 func (q *commitQueue) enqueue(db *DB, repr []byte, sync, flush bool) error {
-	return q.enqueueWriter(db, repr, sync, flush, nil, nil)
+	return q.submit(db, &writerArgs{repr: repr, sync: sync, flush: flush})
 }
 
 // exclusive waits for the leader's turn and runs fn in it, alone: every
 // write before it has been applied and published, none after it has begun.
 func (q *commitQueue) exclusive(db *DB, fn func() error) error {
-	return q.enqueueWriter(db, nil, false, true, fn, nil)
+	return q.submit(db, &writerArgs{flush: true, fn: fn})
 }
 
-func (q *commitQueue) enqueueWriter(db *DB, repr []byte, sync, flush bool, fn func() error, txn *Transaction) error {
+// writerArgs are what a writer is made from.
+type writerArgs struct {
+	repr                []byte
+	sync, flush         bool
+	fn                  func() error
+	txn                 *Transaction
+	rangeDels, openEnds int
+}
+
+// submit queues a writer made from a and returns its result.
+func (q *commitQueue) submit(db *DB, a *writerArgs) error {
 	w := writerPool.Get().(*writer)
-	*w = writer{repr: repr, sync: sync, flush: flush, fn: fn, txn: txn}
+	*w = writer{repr: a.repr, sync: a.sync, flush: a.flush, fn: a.fn, txn: a.txn,
+		rangeDels: a.rangeDels, openEnds: a.openEnds}
 	w.cond.L = &q.mu
 	defer writerPool.Put(w)
 
@@ -178,6 +196,9 @@ func (db *DB) commitGroup(group []*writer) ([]*writer, error) {
 	if lead.sync {
 		group = db.commit.gather(group)
 	}
+	if err := db.prepareRangeDels(group, log); err != nil {
+		return group, err
+	}
 	// Transactions are checked, and the group's writes recorded for
 	// theirs, before the group takes its sequence numbers; with none
 	// open, the group only counts itself as unrecorded.
@@ -280,4 +301,108 @@ func (db *DB) setBackgroundError(err error) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	return db.setBackgroundErrorLocked(err)
+}
+
+// prepareRangeDels readies a group that holds range deletions, before
+// any of it is written: it puts the mark on the directory (a synced
+// MANIFEST edit: LevelDB and goleveldb must refuse the directory before
+// a WAL record they would misread exists), gives each range deletion
+// without an end one (see resolveOpenEnds), and notes that log holds
+// range deletions, which keeps the mark on until it is retired.
+func (db *DB) prepareRangeDels(group []*writer, log *logFile) error {
+	n, open := 0, 0
+	for _, w := range group {
+		n, open = n+w.rangeDels, open+w.openEnds
+	}
+	if n == 0 {
+		return nil
+	}
+	if !db.vs.Marked() {
+		if err := db.vs.SetMarked(true); err != nil {
+			return db.setBackgroundError(errors.Wrap(err, "shale: mark the directory for range deletions"))
+		}
+		db.opts.Logger.Info("shale: the directory holds range deletions: LevelDB and goleveldb will refuse it until compaction drops them")
+	}
+	if open > 0 {
+		db.resolveOpenEnds(group)
+	}
+	db.mu.Lock()
+	db.mu.rangeDelLogs[log.num] = struct{}{}
+	db.mu.Unlock()
+	return nil
+}
+
+// resolveOpenEnds gives each range deletion of the group that has no end
+// the end succ(k), k the largest user key that the memtables, the tables
+// or the group itself hold (or its start, if larger): every key it must
+// delete was written before it, so it is at most k. It runs in the
+// leader's turn, before the group takes its sequence numbers, so nothing
+// is written meanwhile. The writers' reprs are replaced, not changed: they
+// are the callers' batches.
+func (db *DB) resolveOpenEnds(group []*writer) {
+	var largest []byte
+	raise := func(k []byte) {
+		if bytes.Compare(k, largest) > 0 {
+			largest = append(largest[:0], k...)
+		}
+	}
+	db.mu.Lock()
+	mems := []*memtable.Memtable{db.mu.mem}
+	for _, imm := range db.mu.imm {
+		mems = append(mems, imm.mem)
+	}
+	db.mu.Unlock()
+	for _, m := range mems {
+		it := m.NewIter()
+		if it.Last() {
+			raise(ikey.UserKey(it.Key()))
+		}
+		it.Close()
+	}
+	v := db.vs.Current()
+	for level, files := range v.Levels {
+		for i, f := range files {
+			if level == 0 || i == len(files)-1 {
+				raise(ikey.UserKey(f.Largest))
+			}
+		}
+	}
+	v.Unref()
+	for _, w := range group {
+		r := batchrepr.NewReader(w.repr)
+		for {
+			_, k, v, ok := r.Next()
+			if !ok {
+				break
+			}
+			raise(k)
+			raise(v)
+		}
+	}
+	for _, w := range group {
+		if w.openEnds == 0 {
+			continue
+		}
+		var repr []byte
+		r := batchrepr.NewReader(w.repr)
+		for {
+			kind, k, v, ok := r.Next()
+			if !ok {
+				break
+			}
+			switch {
+			case kind == ikey.KindSet:
+				repr = batchrepr.AppendPut(repr, k, v)
+			case kind == ikey.KindDelete:
+				repr = batchrepr.AppendDelete(repr, k)
+			case len(v) > 0:
+				repr = batchrepr.AppendRangeDelete(repr, k, v)
+			default:
+				// largest is at least k: the loop above raised it to
+				// every key of the group.
+				repr = batchrepr.AppendRangeDelete(repr, k, append(bytes.Clone(largest), 0))
+			}
+		}
+		w.repr, w.openEnds = repr, 0
+	}
 }

@@ -56,7 +56,14 @@ func (db *DB) Compact(start, end []byte) error {
 	db.mu.manual = append(db.mu.manual, m)
 	db.maybeScheduleLocked()
 	db.mu.Unlock()
-	return <-m.done
+	if err := <-m.done; err != nil {
+		return err
+	}
+	// An automatic compaction may have dropped the last range deletion
+	// and not have taken the mark off yet: when Compact returns, a
+	// directory that needs no mark has none.
+	db.maybeUnmark()
+	return nil
 }
 
 // compactInput is one input table of a compaction.
@@ -198,7 +205,16 @@ func (db *DB) mergeInputs(c *compaction.Compaction, inputs []compactInput, files
 	smallest := db.mu.snapshots.oldest(db.visibleSeq.Load())
 	db.mu.Unlock()
 	out := &compactionOutputs{db: db}
-	filter := &compaction.Filter{SmallestSnapshot: smallest, Bottommost: c.Bottommost}
+	var rd rangeDelCollector
+	rd.addTables(db, files)
+	if rd.err != nil {
+		for _, it := range iters {
+			it.Close()
+		}
+		return nil, rd.err
+	}
+	rd.endClass(0)
+	filter := &compaction.Filter{SmallestSnapshot: smallest, Bottommost: c.Bottommost, RangeDels: rd.all()}
 	err := compaction.Run(&yieldingIter{Iterator: merging.New(iters...)}, filter, compaction.RunOptions{
 		TargetSize:            uint64(db.opts.TargetFileSize),
 		Grandparents:          c.Grandparents,

@@ -103,6 +103,10 @@ type DB struct {
 		// writeGroups was idleSince (see idleDelay).
 		idle      bool
 		idleSince uint64
+		// rangeDelLogs holds the numbers of the WALs written with range
+		// deletions: while one is live (at or above the MANIFEST's log
+		// number), the directory keeps its mark (see maybeUnmark).
+		rangeDelLogs map[uint64]struct{}
 		// lsm is the picker's view of version lsmOf, the last one picked
 		// from (compared by identity only).
 		lsmOf *manifest.Version
@@ -159,6 +163,28 @@ func (db *DB) Delete(key []byte, d Durability) error {
 	err := db.Write(&b, d)
 	keepSingle(p, b.repr)
 	return err
+}
+
+// DeleteRange deletes every key k with start <= k < end, as one small
+// write however many keys that is: reads step over the range at once, and
+// compaction drops the keys and gives their space back. A nil start is the
+// smallest key; a nil end means no end. start >= end deletes nothing and
+// returns nil. Snapshots taken before it still see the keys.
+//
+// The first range deletion marks the database so that LevelDB and
+// goleveldb refuse to open it (they would show its deleted keys); the mark
+// comes off once compaction has dropped every range deletion. See the
+// package doc.
+func (db *DB) DeleteRange(start, end []byte, d Durability) error {
+	var b Batch
+	b.DeleteRange(start, end)
+	if b.Len() == 0 {
+		if d != Sync && d != NoSync {
+			return errors.Newf("shale: invalid durability %d", int(d))
+		}
+		return db.checkOpen()
+	}
+	return db.Write(&b, d)
 }
 
 // singles holds the encodings of Put's and Delete's one-entry batches for

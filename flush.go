@@ -341,6 +341,7 @@ func (db *DB) flush(imm *immMemtable) {
 		imm.mem.Unref() // the DB's reference: reads now find its table
 		db.armIdle()    // level 0 has a table that may be left alone
 		db.deleteObsoleteFiles()
+		db.maybeUnmark() // its WAL, retired, may have held the last range deletion
 	}
 }
 
@@ -365,7 +366,7 @@ func (db *DB) startFlushesLocked() {
 // table's metadata (nil if imm held nothing). The table is written at
 // once; the edit waits until every older memtable's is applied.
 func (db *DB) flushMemtable(imm *immMemtable) (*manifest.FileMeta, error) {
-	meta, err := db.writeTable(&yieldingIter{Iterator: imm.mem.NewIter()}, imm.tableNum)
+	meta, err := db.writeTable(&yieldingIter{Iterator: imm.mem.NewIter()}, imm.mem.RangeDels(), imm.tableNum)
 	if err != nil {
 		return nil, err
 	}

@@ -93,6 +93,12 @@ type Metrics struct {
 	// since Open (see Options.MaxManifestFileSize).
 	ManifestSize, ManifestSwitches int64
 
+	// Marked reports that the directory carries the mark that makes
+	// LevelDB and goleveldb refuse to open it: its logs or tables may
+	// hold range deletions (see DB.DeleteRange). It comes off once
+	// compaction has dropped the last of them.
+	Marked bool
+
 	// Transactions: Open is how many are open; Conflicts counts the
 	// commits refused with ErrConflict since Open, Trimmed the keys the
 	// conflict log forgot to stay within Options.TxnConflictMemory.
@@ -182,6 +188,7 @@ func (db *DB) Metrics() Metrics {
 	m.BlockCache.Hits, m.BlockCache.Misses = cm.Hits, cm.Misses
 	m.BlockCache.Bytes, m.BlockCache.Pinned, m.BlockCache.Capacity = cm.Size, cm.Pinned, db.opts.CacheSize
 	m.WALBytes = db.walBytes.Load()
+	m.Marked = db.vs.Marked()
 	cs := db.txns.stats()
 	m.Transactions.Open, m.Transactions.Conflicts, m.Transactions.Trimmed = cs.open, cs.conflicts, cs.trimmed
 	m.Transactions.TrackedKeys, m.Transactions.TrackedBytes = cs.keys, cs.bytes

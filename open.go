@@ -36,6 +36,7 @@ func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 	db := &DB{dir: dir, opts: o, fs: fsys, txns: newConflictLog(o.TxnConflictMemory)}
 	db.mu.bgCond.L = &db.mu.Mutex
 	db.mu.pendingOutputs = make(map[uint64]struct{})
+	db.mu.rangeDelLogs = make(map[uint64]struct{})
 	if err := db.lockDir(); err != nil {
 		return nil, err
 	}
@@ -73,6 +74,7 @@ func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 	}
 	db.memChunks.Trim() // what the memtables replay wrote to tables held
 	db.deleteObsoleteFiles()
+	db.maybeUnmark() // a crash may have come between the last drop and the unmarking
 	db.mu.Lock()
 	if !rec.carryOff && rec.carryBytes >= db.flushCarriedAt() && !db.mu.mem.Empty() {
 		// Compactions wait for the carried table, as in LevelDB, which
@@ -204,8 +206,15 @@ func (db *DB) finishRecovery(rec *replayResult) error {
 	defer rec.carry.release()
 	edit := rec.edit
 	carry := !rec.mem.Empty() && !rec.carryOff
+	if len(rec.mem.RangeDels()) > 0 && !db.vs.Marked() {
+		// Written under the mark, which a MANIFEST rebuilt by another
+		// tool may have lost: on again before a table or log holds them.
+		if err := db.vs.SetMarked(true); err != nil {
+			return err
+		}
+	}
 	if !rec.mem.Empty() && !carry {
-		meta, err := db.writeTable(rec.mem.NewIter(), 0)
+		meta, err := db.writeTable(rec.mem.NewIter(), rec.mem.RangeDels(), 0)
 		if err != nil {
 			return err
 		}
@@ -224,6 +233,9 @@ func (db *DB) finishRecovery(rec *replayResult) error {
 	if carry {
 		if err := db.carryForward(log, &rec.carry); err != nil {
 			return err
+		}
+		if len(rec.mem.RangeDels()) > 0 {
+			db.mu.rangeDelLogs[log.num] = struct{}{}
 		}
 	}
 	edit.SetLogNumber(log.num)

@@ -14,6 +14,7 @@ import (
 	"github.com/shale-db/shale/internal/leveliter"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/merging"
+	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/memtable"
 	"github.com/shale-db/shale/sstable"
 )
@@ -114,16 +115,25 @@ func (db *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
 	}
 	defer db.release(rs)
 	seq := rs.seq
+	// del is the newest range deletion seen so far that covers key and
+	// is visible at seq: a version below it, in this source or a later
+	// (older) one, is deleted.
+	var del uint64
 	for _, m := range rs.memtables() {
-		if v, found, deleted := m.Get(key, seq); deleted {
+		if rd := m.RangeDels(); rd != nil {
+			del = max(del, rd.DeletedAt(key, seq))
+		}
+		v, vseq, found, deleted := m.GetEntry(key, seq)
+		switch {
+		case (found || deleted) && vseq < del, deleted:
 			return nil, ErrNotFound
-		} else if found {
+		case found:
 			return bytes.Clone(v), nil
 		}
 	}
 	var buf [8]*manifest.FileMeta
 	for _, f := range rs.v.AppendL0Candidates(buf[:0], key) {
-		if v, done, err := db.getFromTable(f, key, seq); done {
+		if v, done, err := db.getFromTable(f, key, seq, &del); done {
 			return v, err
 		}
 	}
@@ -133,7 +143,7 @@ func (db *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
 		if f == nil {
 			continue
 		}
-		if v, done, err := db.getFromTable(f, key, seq); done {
+		if v, done, err := db.getFromTable(f, key, seq, &del); done {
 			return v, err
 		}
 	}
@@ -142,20 +152,25 @@ func (db *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
 
 // getFromTable looks key up in one table. done reports whether the search
 // is over: the table held a version of key (a value, or ErrNotFound for a
-// deletion), or reading failed.
-func (db *DB) getFromTable(f *manifest.FileMeta, key []byte, seq uint64) (v []byte, done bool, err error) {
+// deletion or a version below a range deletion), or reading failed. del
+// is the newest range deletion covering key seen so far, raised by the
+// table's own.
+func (db *DB) getFromTable(f *manifest.FileMeta, key []byte, seq uint64, del *uint64) (v []byte, done bool, err error) {
 	r, ref, err := db.tables.Acquire(f.Num, f.Size)
 	if err != nil {
 		return nil, true, db.tableOpenError(f, err)
 	}
 	defer ref.Release()
-	val, kind, found, err := r.Get(key, seq, nil)
+	if f.RangeDels {
+		*del = max(*del, r.RangeDels().DeletedAt(key, seq))
+	}
+	val, vseq, kind, found, err := r.GetEntry(key, seq, nil)
 	switch {
 	case err != nil:
 		return nil, true, markCorruption(err)
 	case !found:
 		return nil, false, nil
-	case kind == ikey.KindDelete:
+	case kind == ikey.KindDelete || vseq < *del:
 		return nil, true, ErrNotFound
 	}
 	return val, true, nil
@@ -179,28 +194,100 @@ func (db *DB) newIterator(o *IterOptions, snap *Snapshot) *Iterator {
 	a := iterAllocPool.Get().(*iterAlloc)
 	a.db, a.rs = db, rs
 	iters := a.iters[:0]
+	var rd rangeDelCollector
 	for _, m := range rs.memtables() {
 		// An empty memtable has nothing at seq: whatever a write adds
 		// later has a larger sequence number than any the iterator sees.
 		if !m.Empty() {
 			iters = append(iters, m.NewIter())
+			rd.add(m.RangeDels())
 		}
 	}
-	for _, run := range sortedRuns(rs.v.Overlaps(0, lower, upper)) {
+	rd.endClass(len(iters))
+	l0 := rs.v.Overlaps(0, lower, upper)
+	for _, run := range sortedRuns(l0) {
 		iters = append(iters, runIter(run, a.open))
 	}
+	withDels := rs.v.HasRangeDels()
+	if withDels {
+		rd.addTables(db, l0)
+	}
+	rd.endClass(len(iters))
 	for level := 1; level < manifest.NumLevels; level++ {
 		files := rs.v.Overlaps(level, lower, upper)
 		if len(files) > 0 {
 			l := &a.levels[level]
 			l.Init(files, fileBounds, a.open)
 			iters = append(iters, l)
+			if withDels {
+				rd.addTables(db, files)
+				rd.endClass(len(iters))
+			}
 		}
 	}
 	a.iters = iters
 	a.merge.Init(iters...)
 	a.dbi.Init(&a.merge, seq, lower, upper)
+	if rd.err != nil {
+		a.free()
+		return &Iterator{err: rd.err, closed: true}
+	}
+	if all := rd.all(); all != nil {
+		a.dbi.SetRangeDels(all, rd.classes)
+	}
 	return &Iterator{it: &a.dbi, alloc: a}
+}
+
+// rangeDelCollector gathers an iterator's range deletions by source class
+// (see dbiter.RangeDelClass): the spans added since the last endClass
+// form a class whose deletions let the sources from index next on skip.
+type rangeDelCollector struct {
+	cur     []rangedel.Spans
+	classes []dbiter.RangeDelClass
+	err     error
+}
+
+func (c *rangeDelCollector) add(s rangedel.Spans) {
+	if len(s) > 0 {
+		c.cur = append(c.cur, s)
+	}
+}
+
+// addTables adds the range deletions of the tables that have some.
+func (c *rangeDelCollector) addTables(db *DB, files []*manifest.FileMeta) {
+	for _, f := range files {
+		if !f.RangeDels || c.err != nil {
+			continue
+		}
+		r, ref, err := db.tables.Acquire(f.Num, f.Size)
+		if err != nil {
+			c.err = db.tableOpenError(f, err)
+			return
+		}
+		c.add(r.RangeDels()) // on the Go heap: valid after the release
+		ref.Release()
+	}
+}
+
+// endClass closes the class under way: its deletions may skip the
+// sources from index next on.
+func (c *rangeDelCollector) endClass(next int) {
+	if len(c.cur) > 0 {
+		c.classes = append(c.classes, dbiter.RangeDelClass{Spans: rangedel.Merge(c.cur...), SkipFrom: next})
+		c.cur = c.cur[:0]
+	}
+}
+
+// all returns every class's deletions fragmented together (nil if none).
+func (c *rangeDelCollector) all() rangedel.Spans {
+	if len(c.classes) == 0 {
+		return nil
+	}
+	lists := make([]rangedel.Spans, len(c.classes))
+	for i, cl := range c.classes {
+		lists[i] = cl.Spans
+	}
+	return rangedel.Merge(lists...)
 }
 
 // iterAlloc is the memory of one Iterator's stack, kept in a pool for the

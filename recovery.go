@@ -79,7 +79,7 @@ func (db *DB) startReplayFlush(res *replayResult, mem *memtable.Memtable) {
 	res.flushing = f
 	go func() {
 		defer close(f.done)
-		f.meta, f.err = db.writeTable(mem.NewIter(), 0)
+		f.meta, f.err = db.writeTable(mem.NewIter(), mem.RangeDels(), 0)
 		mem.Unref()
 	}()
 }

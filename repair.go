@@ -11,6 +11,7 @@ import (
 	"github.com/shale-db/shale/internal/filename"
 	"github.com/shale-db/shale/internal/ikey"
 	"github.com/shale-db/shale/internal/manifest"
+	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/internal/vfs"
 	"github.com/shale-db/shale/memtable"
 	"github.com/shale-db/shale/sstable"
@@ -57,6 +58,9 @@ type repairer struct {
 	inputs  []*manifest.FileMeta // tables to merge: intact, rewritten, from logs
 	lost    []string             // names to move to lost/
 	remove  []string             // names to delete once the MANIFEST is durable
+	// rangeDels are the range deletions of every table and log read: a
+	// repair that finds any merges everything, applying them.
+	rangeDels rangedel.Spans
 }
 
 func repair(dir string, o Options, fsys vfs.FS) (RepairReport, error) {
@@ -253,7 +257,7 @@ func holdsDatabaseFiles(names []string) bool {
 // place decides the final tables: the intact ones as they are if nothing
 // else survived and they do not overlap, else a merge of every input.
 func (r *repairer) place() ([]*manifest.FileMeta, error) {
-	if len(r.inputs) == len(r.intact) && disjoint(r.intact) {
+	if len(r.inputs) == len(r.intact) && disjoint(r.intact) && len(r.rangeDels) == 0 {
 		slices.SortFunc(r.intact, func(a, b *manifest.FileMeta) int { return ikey.Compare(a.Smallest, b.Smallest) })
 		for _, f := range r.intact {
 			r.rep.Keys += int64(f.Entries)
@@ -422,6 +426,10 @@ func (r *repairer) salvageTable(name string, num uint64, tr *TableRepair, add fu
 	}
 	if t.FilterErr() != nil {
 		tr.Err = "filter block damaged: " + t.FilterErr().Error()
+	}
+	if rd := t.RangeDels(); len(rd) > 0 {
+		// Applied by the merge, which every range deletion forces.
+		r.rangeDels = rangedel.Merge(r.rangeDels, rd)
 	}
 	meta := &manifest.FileMeta{Num: num, Size: st.Size(), HasStats: true}
 	blocks, err := t.Salvage(func(es []sstable.Entry) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/shale-db/shale/internal/iterator"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/merging"
+	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/internal/vfs"
 	"github.com/shale-db/shale/memtable"
 	"github.com/shale-db/shale/sstable"
@@ -83,6 +84,9 @@ func (r *repairer) replayRecord(lr *LogRepair, mem *memtable.Memtable, rec []byt
 
 // memToTable writes mem to a new table, an input of the merge.
 func (r *repairer) memToTable(mem *memtable.Memtable) error {
+	if rd := mem.RangeDels(); len(rd) > 0 {
+		r.rangeDels = rangedel.Merge(r.rangeDels, rd)
+	}
 	if mem.Empty() {
 		return nil
 	}
@@ -139,7 +143,10 @@ func (r *repairer) merge() (outputs []*manifest.FileMeta, err error) {
 	return r.writeMerged(m)
 }
 
-// writeMerged writes the newest live entry of each user key of m.
+// writeMerged writes the newest live entry of each user key of m: not a
+// deletion, and not below a range deletion (of any input) that covers it.
+// With every entry and range deletion in one merge, the outputs need no
+// range deletions.
 func (r *repairer) writeMerged(m iterator.Iterator) ([]*manifest.FileMeta, error) {
 	var outputs []*manifest.FileMeta
 	var tw *repairTable
@@ -152,7 +159,7 @@ func (r *repairer) writeMerged(m iterator.Iterator) ([]*manifest.FileMeta, error
 			continue // an older version
 		}
 		prev, first = append(prev[:0], uk...), false
-		if ikey.KindOf(k) == ikey.KindDelete {
+		if ikey.KindOf(k) == ikey.KindDelete || ikey.Seq(k) < r.rangeDels.DeletedAt(uk, ikey.MaxSeq) {
 			continue
 		}
 		if tw == nil {

@@ -155,6 +155,7 @@ func (db *DB) runJob(job *compactionJob) {
 	db.mu.Unlock()
 	if err == nil {
 		db.deleteObsoleteFiles()
+		db.maybeUnmark() // it may have dropped the last range deletion
 	}
 	if job.manual != nil {
 		job.manual.done <- err // after the inputs are deleted
@@ -217,6 +218,7 @@ func tableOf(f *manifest.FileMeta) compaction.Table {
 	return compaction.Table{
 		Num: f.Num, Size: f.Size, Smallest: f.Smallest, Largest: f.Largest,
 		Entries: f.Entries, Deletions: f.Deletions, LargestSeq: f.LargestSeq, HasStats: f.HasStats,
+		RangeDels: f.RangeDels,
 	}
 }
 

@@ -5,18 +5,20 @@ import (
 	"github.com/shale-db/shale/internal/filename"
 	"github.com/shale-db/shale/internal/iterator"
 	"github.com/shale-db/shale/internal/manifest"
+	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/internal/vfs"
 	"github.com/shale-db/shale/sstable"
 )
 
 // writeTable writes every entry of it (an internal iterator, closed here)
-// to a new table file, syncs the file and the directory, and returns its
-// metadata, or nil if it had no entries. The table is not live until an
+// and the range deletions rdels to a new table file, syncs the file and
+// the directory, and returns its metadata, or nil if it had neither. The table is not live until an
 // edit that adds it has been applied. num is its number, already among
 // the pending outputs, or 0 to take one.
-func (db *DB) writeTable(it iterator.Iterator, num uint64) (meta *manifest.FileMeta, err error) {
+func (db *DB) writeTable(it iterator.Iterator, rdels rangedel.Spans, num uint64) (meta *manifest.FileMeta, err error) {
 	defer func() { err = errors.CombineErrors(err, it.Close()) }()
-	if !it.First() {
+	ok := it.First()
+	if !ok && (len(rdels) == 0 || it.Err() != nil) {
 		if num != 0 {
 			db.releaseOutputNums(num)
 		}
@@ -30,12 +32,13 @@ func (db *DB) writeTable(it iterator.Iterator, num uint64) (meta *manifest.FileM
 		db.releaseOutputNums(num)
 		return nil, err
 	}
-	for ok := true; ok && err == nil; ok = it.Next() {
+	for ; ok && err == nil; ok = it.Next() {
 		err = w.Add(it.Key(), it.Value())
 	}
 	if err == nil {
 		err = it.Err()
 	}
+	w.AddRangeDels(rdels)
 	if err == nil {
 		meta, err = finishTable(num, f, w)
 	}
@@ -116,7 +119,8 @@ func finishTable(num uint64, f vfs.File, w *sstable.Writer) (*manifest.FileMeta,
 	m := w.Meta()
 	return &manifest.FileMeta{
 		Num: num, Size: int64(m.Size), Smallest: m.Smallest, Largest: m.Largest,
-		Entries: uint64(m.Entries), Deletions: uint64(m.Deletions), LargestSeq: m.LargestSeq, HasStats: true,
+		Entries: uint64(m.Entries + m.RangeDels), Deletions: uint64(m.Deletions + m.RangeDels),
+		LargestSeq: m.LargestSeq, HasStats: true, RangeDels: m.RangeDels > 0,
 	}, nil
 }
 

@@ -211,7 +211,7 @@ func (t *Transaction) Commit(d Durability) error {
 		}
 		return true
 	})
-	return t.db.commit.enqueueWriter(t.db, repr, d == Sync, false, nil, t)
+	return t.db.commit.submit(t.db, &writerArgs{repr: repr, sync: d == Sync, txn: t})
 }
 
 // Discard ends the transaction without writing anything. It is safe after

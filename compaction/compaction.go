@@ -5,6 +5,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/internal/ikey"
+	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/sstable"
 )
 
@@ -34,6 +35,11 @@ type Filter struct {
 	// Bottommost says that the inputs hold every version of their user
 	// keys that exists in tables.
 	Bottommost bool
+	// RangeDels are the inputs' range deletions: an entry below one that
+	// every reader sees (at or below SmallestSnapshot) is dropped. Run
+	// writes them to the outputs (see OutputRangeDels).
+	RangeDels rangedel.Spans
+	rdIdx     int // the span Drop looked at last: keys come in order
 
 	ukey    []byte // the user key of the previous entry
 	started bool
@@ -55,9 +61,51 @@ func (f *Filter) Drop(k []byte) bool {
 		drop = true // shadowed, for every reader, by the previous entry
 	case kind == ikey.KindDelete && seq <= f.SmallestSnapshot && f.Bottommost:
 		drop = true // hides nothing
+	case seq < f.rangeDeletedAt(uk):
+		drop = true // deleted, for every reader, by a range deletion
 	}
 	f.lastSeq = seq
 	return drop
+}
+
+// rangeDeletedAt returns the newest range deletion that covers uk and
+// that every reader sees (0 if none). Keys come in ascending order, so the
+// span looked at moves forward only.
+func (f *Filter) rangeDeletedAt(uk []byte) uint64 {
+	s := f.RangeDels
+	for f.rdIdx < len(s) && bytes.Compare(s[f.rdIdx].End, uk) <= 0 {
+		f.rdIdx++
+	}
+	if f.rdIdx == len(s) || bytes.Compare(s[f.rdIdx].Start, uk) > 0 {
+		return 0
+	}
+	return s[f.rdIdx].Visible(f.SmallestSnapshot)
+}
+
+// OutputRangeDels returns the range deletions the outputs keep: those
+// some reader may not see yet (above SmallestSnapshot), and, unless the
+// inputs are the bottom of their keys, the newest of those every reader
+// sees (the older ones delete nothing it does not). At the bottom, a
+// range deletion every reader sees has already dropped what it covers in
+// the inputs, and nothing lies below: it goes too.
+func (f *Filter) OutputRangeDels() rangedel.Spans {
+	var out rangedel.Spans
+	for _, sp := range f.RangeDels {
+		var seqs []uint64
+		seen := false // the newest at or below SmallestSnapshot is kept
+		for _, q := range sp.Seqs {
+			switch {
+			case q > f.SmallestSnapshot:
+				seqs = append(seqs, q)
+			case !seen && !f.Bottommost:
+				seqs, seen = append(seqs, q), true
+			}
+		}
+		if len(seqs) > 0 {
+			out = append(out, rangedel.Span{Start: sp.Start, End: sp.End, Seqs: seqs})
+		}
+	}
+	return out
 }
 
 // Iter is a compaction's input: entries in internal-key order (the
@@ -105,11 +153,19 @@ const stopEvery = 4096
 // spans two output tables) once the current one reaches the target size or
 // its grandparent overlap. It closes in. An error leaves the outputs made
 // so far for the caller to delete.
+//
+// The range deletions kept (Filter.OutputRangeDels) are cut at the same
+// boundaries: an output gets the parts from where it starts (the first
+// user key it holds; for the first output, anywhere) to where the next one
+// starts, so that outputs stay disjoint in internal-key order. Range
+// deletions with no entry to hold them make a table of their own.
 func Run(in Iter, f *Filter, o RunOptions, out Outputs) (err error) {
 	defer func() { err = errors.CombineErrors(err, in.Close()) }()
 	var w *sstable.Writer
 	var prev []byte // the user key last written
 	var zeroed []byte
+	dels := f.OutputRangeDels()
+	var cut []byte // where the current output starts (nil: the first)
 	gp := grandparentTracker{tables: o.Grandparents, limit: o.MaxGrandparentOverlap}
 	n := 0
 	for ok := in.First(); ok; ok = in.Next() {
@@ -129,10 +185,12 @@ func Run(in Iter, f *Filter, o RunOptions, out Outputs) (err error) {
 		newKey := w == nil || !bytes.Equal(uk, prev)
 		overGP := newKey && gp.advance(uk)
 		if w != nil && newKey && (w.EstimatedSize() >= o.TargetSize || overGP) {
+			next := bytes.Clone(uk)
+			w.AddRangeDels(dels.Truncate(cut, next))
 			if err := out.Finish(w); err != nil {
 				return err
 			}
-			w = nil
+			w, cut = nil, next
 			gp.reset()
 		}
 		if w == nil {
@@ -152,7 +210,14 @@ func Run(in Iter, f *Filter, o RunOptions, out Outputs) (err error) {
 	if err := in.Err(); err != nil {
 		return err
 	}
+	rest := dels.Truncate(cut, nil)
+	if w == nil && len(rest) > 0 {
+		if w, err = out.Create(); err != nil {
+			return err
+		}
+	}
 	if w != nil {
+		w.AddRangeDels(rest)
 		return out.Finish(w)
 	}
 	return nil

@@ -20,10 +20,19 @@ type Table struct {
 	Entries, Deletions uint64
 	LargestSeq         uint64
 	HasStats           bool
+	// RangeDels says the table holds range deletions.
+	RangeDels bool
 }
 
 func (t *Table) smallestUser() []byte { return ikey.UserKey(t.Smallest) }
 func (t *Table) largestUser() []byte  { return ikey.UserKey(t.Largest) }
+
+// sharesBoundary reports whether t, in a level, holds entries of the user
+// key that next starts with. A table that ends where its range deletions
+// end holds none of its largest key (see ikey.IsRangeEnd).
+func (t *Table) sharesBoundary(next *Table) bool {
+	return !ikey.IsRangeEnd(t.Largest) && bytes.Equal(t.largestUser(), next.smallestUser())
+}
 
 // LSM is the shape of the tree that picking reads. The engine implements
 // it over one version of its tables.
@@ -423,8 +432,11 @@ func finish(lsm LSM, o Options, st *State, kind Kind, start, out int, in []Table
 	for level := out + 1; level < n && c.Bottommost; level++ {
 		c.Bottommost = len(overlapping(lsm.Tables(level), level, lo, hi)) == 0
 	}
+	// A table with range deletions that would land where nothing lies
+	// below is rewritten instead: its deletions then go, and what they
+	// cover with them.
 	if kind == KindDefault && len(in) == 1 && len(c.Inputs[1]) == 0 && start != out &&
-		totalSize(c.Grandparents) <= o.MaxGrandparentOverlap {
+		totalSize(c.Grandparents) <= o.MaxGrandparentOverlap && !(c.Bottommost && in[0].RangeDels) {
 		c.Kind = KindMove
 	}
 	return c
@@ -459,10 +471,10 @@ func overlapping(tables []Table, level int, lo, hi []byte) []Table {
 // user key across two tables, and compacting one without the other would
 // leave an older version above a newer one.
 func withBoundaries(tables []Table, i, j int) []Table {
-	for i > 0 && bytes.Equal(tables[i-1].largestUser(), tables[i].smallestUser()) {
+	for i > 0 && tables[i-1].sharesBoundary(&tables[i]) {
 		i--
 	}
-	for j < len(tables) && bytes.Equal(tables[j-1].largestUser(), tables[j].smallestUser()) {
+	for j < len(tables) && tables[j-1].sharesBoundary(&tables[j]) {
 		j++
 	}
 	return tables[i:j:j]

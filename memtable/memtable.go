@@ -70,6 +70,8 @@
 package memtable
 
 import (
+	"github.com/shale-db/shale/internal/rangedel"
+
 	"bytes"
 	"math"
 	"sync"
@@ -172,11 +174,16 @@ type Memtable struct {
 	mu struct {
 		sync.RWMutex
 		idx index
+		// tombs are the range deletions applied, kept apart from the
+		// point entries (see RangeDels).
+		tombs []rangedel.Tombstone
 	}
-	size atomic.Int64
-	n    atomic.Int64
-	dels atomic.Int64 // entries that are deletions
-	refs atomic.Int32 // see Ref
+	// rdels is tombs fragmented, replaced whole at each range deletion.
+	rdels atomic.Pointer[rangedel.Spans]
+	size  atomic.Int64
+	n     atomic.Int64
+	dels  atomic.Int64 // entries that are deletions
+	refs  atomic.Int32 // see Ref
 }
 
 // New returns an empty Memtable whose bytes live on the Go heap.
@@ -293,10 +300,18 @@ func (m *Memtable) Apply(repr []byte, seq uint64) error {
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
 	r := batchrepr.NewReader(repr)
+	var tombs []rangedel.Tombstone
 	for s := seq; ; s++ {
 		kind, k, v, ok := r.Next()
 		if !ok {
 			break
+		}
+		if kind == ikey.KindRangeDelete {
+			if len(v) == 0 {
+				return errors.Newf("memtable: range deletion at sequence number %d has no end", s)
+			}
+			tombs = append(tombs, rangedel.Tombstone{Start: bytes.Clone(k), End: bytes.Clone(v), Seq: s})
+			continue
 		}
 		m.scratch = append(m.scratch, m.makeEntry(s, kind, k, v))
 	}
@@ -304,6 +319,16 @@ func (m *Memtable) Apply(repr []byte, seq uint64) error {
 	m.mu.Lock()
 	for _, e := range m.scratch {
 		m.insertLocked(e, &d)
+	}
+	if len(tombs) > 0 {
+		m.mu.tombs = append(m.mu.tombs, tombs...)
+		spans := rangedel.Fragment(m.mu.tombs)
+		m.rdels.Store(&spans)
+		for _, t := range tombs {
+			d.size += int64(len(t.Start) + len(t.End) + entryOverhead)
+			d.n++
+			d.dels++
+		}
 	}
 	m.mu.Unlock()
 	d.apply(m)
@@ -318,6 +343,13 @@ func (m *Memtable) Apply(repr []byte, seq uint64) error {
 // version of ukey at or below seq and the caller must look further. The
 // value is never modified by the memtable (see the package doc).
 func (m *Memtable) Get(ukey []byte, seq uint64) (value []byte, found, deleted bool) {
+	value, _, found, deleted = m.GetEntry(ukey, seq)
+	return value, found, deleted
+}
+
+// GetEntry is Get that also returns the sequence number of the version
+// found, which a range deletion covering ukey may be above.
+func (m *Memtable) GetEntry(ukey []byte, seq uint64) (value []byte, entrySeq uint64, found, deleted bool) {
 	if seq > ikey.MaxSeq {
 		seq = ikey.MaxSeq
 	}
@@ -327,12 +359,12 @@ func (m *Memtable) Get(ukey []byte, seq uint64) (value []byte, found, deleted bo
 	m.mu.idx.ascendGE(p, g.visit)
 	m.mu.RUnlock()
 	if !g.ok || !bytes.Equal(g.e.ukey(), ukey) {
-		return nil, false, false
+		return nil, 0, false, false
 	}
 	if ikey.Kind(g.e.trailer&0xff) == ikey.KindDelete {
-		return nil, false, true
+		return nil, g.e.trailer >> 8, false, true
 	}
-	return g.e.value(), true, false
+	return g.e.value(), g.e.trailer >> 8, true, false
 }
 
 // getter receives the first entry at or after a Get's pivot.
@@ -346,7 +378,18 @@ func (g *getter) visit(e entry) bool {
 	return false
 }
 
-// Len returns the number of entries (versions, deletions included).
+// RangeDels returns the memtable's range deletions, fragmented (nil if
+// none). The spans are never modified: a later range deletion replaces
+// them.
+func (m *Memtable) RangeDels() rangedel.Spans {
+	if p := m.rdels.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Len returns the number of entries (versions, deletions and range
+// deletions included).
 func (m *Memtable) Len() int { return int(m.n.Load()) }
 
 // Empty reports whether the memtable holds no entries.

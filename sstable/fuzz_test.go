@@ -27,7 +27,10 @@ func seedTables(t testing.TB) [][]byte {
 	for i := 0; i < 30; i++ {
 		compressible = append(compressible, kv{ikey.Make([]byte(fmt.Sprintf("key%03d", i)), 1, ikey.KindSet), bytes.Repeat([]byte("ab"), 20)})
 	}
-	return append(out, writeTable(t, compressible, WriterOptions{BlockSize: 256}), writeTable(t, nil, WriterOptions{}))
+	withDels, _ := writeTableWithRangeDels(t, compressible[:5], sampleRangeDels(), WriterOptions{BlockSize: 128})
+	onlyDels, _ := writeTableWithRangeDels(t, nil, sampleRangeDels(), WriterOptions{})
+	return append(out, writeTable(t, compressible, WriterOptions{BlockSize: 256}), writeTable(t, nil, WriterOptions{}),
+		withDels, onlyDels)
 }
 
 // FuzzBlock decodes and iterates over arbitrary bytes as a block: every

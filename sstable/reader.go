@@ -1,6 +1,8 @@
 package sstable
 
 import (
+	"github.com/shale-db/shale/internal/rangedel"
+
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -66,6 +68,8 @@ type Reader struct {
 	kept     []*cache.Value
 	pinned   int64       // bytes of kept charged with Cache.Pin
 	metaKeys []metaEntry // every metaindex entry, for Layout
+	// rangeDels are the table's range deletions, read at Open.
+	rangeDels rangedel.Spans
 
 	skipChecksums bool // only for fuzzing
 }
@@ -171,6 +175,21 @@ func (t *Reader) readMetaIndex() error {
 	for ok := it.First(); ok; ok = it.Next() {
 		bh, n := decodeHandle(it.val)
 		t.metaKeys = append(t.metaKeys, metaEntry{name: string(it.key), handle: bh, ok: n > 0})
+		if string(it.key) == RangeDelMetaKey {
+			// Unlike a filter, range deletions change what the table
+			// says: damage to them fails Open.
+			if n == 0 {
+				return t.corrupt(int64(h.Offset), "metaindex: bad range-deletion block handle")
+			}
+			b, err := t.readBlock(bh)
+			if err != nil {
+				return err
+			}
+			if t.rangeDels, err = decodeRangeDels(b, t.opts.FileName, int64(bh.Offset)); err != nil {
+				return err
+			}
+			continue
+		}
 		if string(it.key) != FilterMetaKey {
 			continue
 		}
@@ -494,55 +513,62 @@ func (t *Reader) blockHandle(v []byte) (BlockHandle, error) {
 // A value found is appended to dst[:0] (so dst, if it has room, holds it):
 // the block it was read from may be reused once Get returns.
 func (t *Reader) Get(ukey []byte, seq uint64, dst []byte) (value []byte, kind ikey.Kind, found bool, err error) {
+	value, _, kind, found, err = t.GetEntry(ukey, seq, dst)
+	return value, kind, found, err
+}
+
+// GetEntry is Get that also returns the sequence number of the entry
+// found, which a range deletion covering ukey may be above.
+func (t *Reader) GetEntry(ukey []byte, seq uint64, dst []byte) (value []byte, entrySeq uint64, kind ikey.Kind, found bool, err error) {
 	seek := ikey.SeekKey(ukey, seq)
 	var pos indexPos
 	h, ok, err := pos.seek(t, seek)
 	if !ok {
-		return nil, 0, false, err
+		return nil, 0, 0, false, err
 	}
 	f, err := t.loadedFilter()
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, 0, false, err
 	}
 	if f != nil && !f.mayContain(h.Offset, bloomHash(ukey)) {
-		return nil, 0, false, nil
+		return nil, 0, 0, false, nil
 	}
 	for {
 		b, v, err := t.dataBlock(h, false, nil)
 		if err != nil {
-			return nil, 0, false, err
+			return nil, 0, 0, false, err
 		}
-		value, kind, found, done, err := t.getInBlock(b, h, ukey, seek, dst)
+		value, entrySeq, kind, found, done, err := t.getInBlock(b, h, ukey, seek, dst)
 		v.Release()
 		if done {
-			return value, kind, found, err
+			return value, entrySeq, kind, found, err
 		}
 		// Every entry of this block is < seek: the answer, if any, is the
 		// first entry of the next block.
 		if h, ok, err = pos.next(t); !ok {
-			return nil, 0, false, err
+			return nil, 0, 0, false, err
 		}
 	}
 }
 
 // getInBlock is Get's search of one block, b at h. done is false when
 // every entry of the block is below seek.
-func (t *Reader) getInBlock(b []byte, h BlockHandle, ukey, seek, dst []byte) (value []byte, kind ikey.Kind, found, done bool, err error) {
+func (t *Reader) getInBlock(b []byte, h BlockHandle, ukey, seek, dst []byte) (value []byte, seq uint64, kind ikey.Kind, found, done bool, err error) {
 	var data blockIter
 	if err := data.init(b, true, t.opts.FileName, int64(h.Offset)); err != nil {
-		return nil, 0, false, true, err
+		return nil, 0, 0, false, true, err
 	}
 	if !data.SeekGE(seek) {
-		return nil, 0, false, data.err != nil, data.err
+		return nil, 0, 0, false, data.err != nil, data.err
 	}
-	u, _, k, ok := ikey.Parse(data.key)
+	u, s, k, ok := ikey.Parse(data.key)
 	if !ok {
-		return nil, 0, false, true, t.corrupt(int64(h.Offset), "entry %s has an unknown kind", ikey.String(data.key))
+		return nil, 0, 0, false, true, t.corrupt(int64(h.Offset), "entry %s has an unknown kind", ikey.String(data.key))
 	}
 	if string(u) != string(ukey) {
-		return nil, 0, false, true, nil
+		return nil, 0, 0, false, true, nil
 	}
-	return append(dst[:0], data.val...), k, true, true, nil
+	return append(dst[:0], data.val...), s, k, true, true, nil
 }
 
 // indexPos is Get's position in the index: in indexTab when the table has
@@ -646,6 +672,10 @@ func (t *Reader) NewScanIter() iterator.Iterator {
 	it.noFill = true
 	return it
 }
+
+// RangeDels returns the table's range deletions, fragmented (nil if it has
+// none). They must not be modified.
+func (t *Reader) RangeDels() rangedel.Spans { return t.rangeDels }
 
 // HasFilter reports whether Get consults a bloom filter. It reads the
 // filter if it was not yet (false if that fails).

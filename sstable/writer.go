@@ -1,6 +1,8 @@
 package sstable
 
 import (
+	"github.com/shale-db/shale/internal/rangedel"
+
 	"bufio"
 	"encoding/binary"
 	"io"
@@ -61,9 +63,14 @@ type Meta struct {
 	// Entries is the number of entries; DataBlocks the number of data blocks.
 	Entries, DataBlocks int
 	// Deletions is the number of entries that are deletions; LargestSeq
-	// the largest sequence number of any entry.
+	// the largest sequence number of any entry (range deletions
+	// included).
 	Deletions  int
 	LargestSeq uint64
+	// RangeDels is the number of range deletions (fragments times their
+	// sequence numbers) in the range-deletion block. The bounds cover
+	// their ranges: see AddRangeDels.
+	RangeDels int
 }
 
 // Writer writes a table to an io.Writer: call Add for every entry in
@@ -86,10 +93,14 @@ type Writer struct {
 	pending     BlockHandle
 	havePending bool
 
-	meta       Meta
-	lastKey    []byte
-	compressed []byte // scratch for snappy output
-	scratch    []byte
+	meta Meta
+	// rangeDels are written at Close; rangeDelLargest is the largest
+	// key their ranges give the table.
+	rangeDels       rangedel.Spans
+	rangeDelLargest []byte
+	lastKey         []byte
+	compressed      []byte // scratch for snappy output
+	scratch         []byte
 
 	bufs *writerBufs // where the buffers above go back at Close
 }
@@ -314,6 +325,9 @@ func (w *Writer) Close() error {
 		if w.meta.Entries > 0 {
 			w.meta.Largest = append([]byte(nil), w.lastKey...)
 		}
+		if hi := w.rangeDelLargest; hi != nil && (w.meta.Largest == nil || ikey.Compare(hi, w.meta.Largest) > 0) {
+			w.meta.Largest = hi
+		}
 	}
 	return w.err
 }
@@ -329,6 +343,9 @@ func (w *Writer) writeTail() error {
 		}
 		var buf [maxHandleLen]byte
 		meta.add([]byte(FilterMetaKey), appendHandle(buf[:0], fh))
+	}
+	if err := w.writeRangeDels(&meta); err != nil {
+		return err
 	}
 	mh, err := w.writeBlock(meta.finish(), w.opts.Compression)
 	if err != nil {

@@ -109,7 +109,7 @@ var packagePrefix = regexp.MustCompile(`(^|: )(?:` + strings.Join(modulePackages
 var modulePackages = []string{
 	"shale", "kvcli", "wal", "sstable", "memtable", "compaction", "batchrepr", "cache", "manual",
 	"dbiter", "filename", "ikey", "iterator", "itertest", "leveliter", "manifest",
-	"merging", "tablecache", "vfs",
+	"merging", "rangedel", "tablecache", "vfs",
 }
 
 // corruptionSentinels are the errors whose text ends a message that

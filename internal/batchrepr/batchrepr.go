@@ -30,6 +30,19 @@
 //	delete: +----------+-----------------+-----+
 //	        | tag = 0  | varint32 keylen | key |
 //	        +----------+-----------------+-----+
+//	range deletion (shale's; RocksDB's kTypeRangeDeletion):
+//	        +----------+-------------------+-------+-----------------+-----+
+//	        | tag = 15 | varint32 startlen | start | varint32 endlen | end |
+//	        +----------+-------------------+-------+-----------------+-----+
+//
+// A range deletion deletes every key k with start <= k < end whose
+// sequence number is below its own. In a user's Batch, an empty end means
+// "no end"; the commit replaces it with a key past every key the database
+// holds, so that what reaches the WAL, a memtable or a table always has an
+// end (and a range deletion with an empty end read from a log is damage).
+// LevelDB and goleveldb do not know tag 15: a directory whose logs or
+// tables may hold one carries a mark that makes them refuse it (see the
+// shale package's doc).
 //
 // Entry i has sequence number seq+i. Varints are unsigned LEB128 (as
 // encoding/binary's Uvarint) of at most 5 bytes; writers always emit the
@@ -55,6 +68,9 @@ const (
 	// TagPut introduces a put: a length-prefixed key, then a
 	// length-prefixed value.
 	TagPut byte = byte(ikey.KindSet)
+	// TagRangeDelete introduces a range deletion: a length-prefixed start
+	// key, then a length-prefixed end key (exclusive).
+	TagRangeDelete byte = byte(ikey.KindRangeDelete)
 )
 
 // maxVarint32Len is the longest varint32: 5 bytes of 7 bits cover 32 bits.
@@ -127,6 +143,25 @@ func AppendDelete(repr, key []byte) []byte {
 	repr = append(repr, key...)
 	SetCount(repr, Count(repr)+1)
 	return repr
+}
+
+// AppendRangeDelete appends a range deletion of [start, end) to repr (a
+// header first if repr is nil or empty). An empty end means no end, which
+// only a commit may resolve (see the package doc).
+func AppendRangeDelete(repr, start, end []byte) []byte {
+	repr = withHeader(repr)
+	repr = append(repr, TagRangeDelete)
+	repr = binary.AppendUvarint(repr, uint64(len(start)))
+	repr = append(repr, start...)
+	repr = binary.AppendUvarint(repr, uint64(len(end)))
+	repr = append(repr, end...)
+	SetCount(repr, Count(repr)+1)
+	return repr
+}
+
+// RangeDeleteLen is the encoded size of a range deletion entry.
+func RangeDeleteLen(startLen, endLen int) int {
+	return 1 + uvarintLen(startLen) + startLen + uvarintLen(endLen) + endLen
 }
 
 // PutLen returns how many bytes AppendPut adds for (key, value), so callers

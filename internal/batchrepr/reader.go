@@ -48,7 +48,8 @@ func (r *Reader) Count() uint32 { return Count(r.repr) }
 func (r *Reader) Err() error { return r.err }
 
 // Next decodes the next entry. ok is false at the end of the batch or on
-// corruption; Err tells which. For a deletion value is nil. A batch is only
+// corruption; Err tells which. For a deletion value is nil; for a range
+// deletion key is the start and value the end. A batch is only
 // known to be well formed once Next has returned false with a nil Err:
 // callers that must not act on part of a damaged batch call Validate first.
 func (r *Reader) Next() (kind ikey.Kind, key, value []byte, ok bool) {
@@ -69,14 +70,18 @@ func (r *Reader) Next() (kind ikey.Kind, key, value []byte, ok bool) {
 	tag := r.repr[start]
 	off := start + 1
 	switch tag {
-	case TagPut, TagDelete:
+	case TagPut, TagDelete, TagRangeDelete:
 	default:
 		r.err = corrupt(fmt.Sprintf("unknown tag %d in entry %d", tag, r.n), start)
 		return 0, nil, nil, false
 	}
 	key, off, r.err = r.lengthPrefixed(off, "key")
-	if r.err == nil && tag == TagPut {
+	switch {
+	case r.err != nil:
+	case tag == TagPut:
 		value, off, r.err = r.lengthPrefixed(off, "value")
+	case tag == TagRangeDelete:
+		value, off, r.err = r.lengthPrefixed(off, "range end")
 	}
 	if r.err != nil {
 		return 0, nil, nil, false

@@ -18,6 +18,8 @@
 package dbiter
 
 import (
+	"github.com/shale-db/shale/internal/rangedel"
+
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/internal/ikey"
 	"github.com/shale-db/shale/internal/iterator"
@@ -61,6 +63,68 @@ type Iter struct {
 	skip       []byte // a user key whose remaining versions are hidden
 	seekBuf    []byte // internal seek keys are built here
 	err        error
+
+	// rdels are the range deletions the iterator reads past (nil: none);
+	// rdClasses the same by source class, for skipping (see
+	// SetRangeDels). skipped is set once a forward pass skipped sources
+	// ahead: a turn backward must then seek.
+	rdels     rangedel.Spans
+	rdClasses []RangeDelClass
+	skipped   bool
+}
+
+// RangeDelClass is the range deletions of one class of sources (the
+// memtables, level 0, one deeper level) and the index of the first source
+// of the inner merging iterator whose entries, for keys those deletions
+// cover, are all older than them: the LSM's order (memtables over level 0
+// over level 1 and so on, with a table's bounds covering its range
+// deletions) guarantees it. A forward scan that meets a covered key moves
+// those sources past the deletion's end at once, instead of reading every
+// key it deletes.
+type RangeDelClass struct {
+	Spans    rangedel.Spans
+	SkipFrom int
+}
+
+// skipper is what the merging iterator offers for that (see
+// merging.Iter.SkipForward).
+type skipper interface {
+	SkipForward(from int, key []byte) bool
+}
+
+// SetRangeDels gives the iterator the range deletions of its sources: all,
+// fragmented together, and by class. Call it after Init, before the first
+// positioning call; the spans must not change.
+func (i *Iter) SetRangeDels(all rangedel.Spans, classes []RangeDelClass) {
+	i.rdels, i.rdClasses = all, classes
+}
+
+// coveredAt reports whether the version of ukey with sequence number seq
+// is deleted by a range deletion the iterator sees.
+func (i *Iter) coveredAt(ukey []byte, seq uint64) bool {
+	return i.rdels != nil && seq < i.rdels.DeletedAt(ukey, i.seq)
+}
+
+// skipCovered moves the sources that a range deletion covering i.skip
+// lets go past its end (see RangeDelClass). moved reports whether it
+// moved any; ok whether the inner iterator still stands at an entry.
+func (i *Iter) skipCovered() (moved, ok bool) {
+	sk, can := i.inner.(skipper)
+	if !can {
+		return false, false
+	}
+	for _, c := range i.rdClasses {
+		j := c.Spans.Find(i.skip)
+		if j < 0 || c.Spans[j].Visible(i.seq) == 0 {
+			continue
+		}
+		i.seekBuf = ikey.Append(i.seekBuf[:0], c.Spans[j].End, ikey.MaxSeq, ikey.KindSeek)
+		ok, moved = sk.SkipForward(c.SkipFrom, i.seekBuf), true
+	}
+	if moved {
+		i.skipped = true
+	}
+	return moved, ok
 }
 
 // New returns an iterator over the user keys of inner as of sequence number

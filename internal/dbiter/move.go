@@ -11,6 +11,7 @@ func (i *Iter) First() bool {
 	if !i.usable() {
 		return false
 	}
+	i.skipped = false
 	return i.findNext(i.innerFirst(), false)
 }
 
@@ -43,6 +44,7 @@ func (i *Iter) SeekGE(ukey []byte) bool {
 	if i.upper != nil && bytes.Compare(ukey, i.upper) >= 0 {
 		return i.stopped(atEnd)
 	}
+	i.skipped = false
 	return i.findNext(i.inner.SeekGE(i.seekKey(ukey, i.seq)), false)
 }
 
@@ -85,6 +87,12 @@ func (i *Iter) Next() bool {
 func (i *Iter) Prev() bool {
 	switch i.state {
 	case forward:
+		if i.skipped {
+			// Sources were skipped ahead of the current key (see
+			// skipCovered): one Prev of each would not land before it.
+			i.skipped = false
+			return i.findPrev(i.inner.SeekLT(i.seekKey(i.key, ikey.MaxSeq)))
+		}
 		// inner stands at the current key's newest visible version; the
 		// entries just before it are its newer versions, which findPrev
 		// skips as invisible.
@@ -101,7 +109,7 @@ func (i *Iter) Prev() bool {
 // version of the next user key that is live. If skipping, versions of user
 // keys <= i.skip are hidden.
 func (i *Iter) findNext(ok, skipping bool) bool {
-	for ; ok; ok = i.inner.Next() {
+	for ok {
 		ukey, seq, kind, valid := ikey.Parse(i.inner.Key())
 		if !valid {
 			return i.corrupt(i.inner.Key())
@@ -111,11 +119,19 @@ func (i *Iter) findNext(ok, skipping bool) bool {
 			return false
 		}
 		if seq > i.seq || (skipping && bytes.Compare(ukey, i.skip) <= 0) {
+			ok = i.inner.Next()
 			continue
 		}
-		if kind == ikey.KindDelete {
+		if kind == ikey.KindDelete || i.coveredAt(ukey, seq) {
 			i.skip = append(i.skip[:0], ukey...)
 			skipping = true
+			if kind != ikey.KindDelete {
+				if moved, stillOK := i.skipCovered(); moved {
+					ok = stillOK
+					continue
+				}
+			}
+			ok = i.inner.Next()
 			continue
 		}
 		i.state, i.key, i.value = forward, ukey, i.inner.Value()
@@ -129,7 +145,8 @@ func (i *Iter) findNext(ok, skipping bool) bool {
 // and stops at the first entry of a smaller user key once the kept version
 // is a put: that entry is left unread, for the next call.
 func (i *Iter) findPrev(ok bool) bool {
-	live := false // keyBuf, valBuf hold a put that no newer visible version hides
+	i.skipped = false // every source was positioned anew, or moves backward
+	live := false     // keyBuf, valBuf hold a put that no newer visible version hides
 	for ; ok; ok = i.inner.Prev() {
 		ukey, seq, kind, valid := ikey.Parse(i.inner.Key())
 		if !valid {
@@ -144,7 +161,7 @@ func (i *Iter) findPrev(ok bool) bool {
 		if live && bytes.Compare(ukey, i.keyBuf) < 0 {
 			break
 		}
-		live = kind != ikey.KindDelete
+		live = kind != ikey.KindDelete && !i.coveredAt(ukey, seq)
 		if live {
 			i.keyBuf = append(i.keyBuf[:0], ukey...)
 			i.valBuf = append(i.valBuf[:0], i.inner.Value()...)

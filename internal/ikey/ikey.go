@@ -31,6 +31,13 @@ const (
 	KindDelete Kind = 0
 	// KindSet marks a put. Part of the format.
 	KindSet Kind = 1
+	// KindRangeDelete marks a range deletion: in a batch, the deletion of
+	// every key in [start, end); in a table's range-deletion block, the
+	// key (start, seq, KindRangeDelete) with the value end. It is
+	// RocksDB's and Pebble's number for the same thing (kTypeRangeDeletion).
+	// It never appears among a table's or a memtable's point entries.
+	// Part of the format.
+	KindRangeDelete Kind = 15
 	// KindSeek is the kind used in seek keys: it is the largest kind, so a
 	// seek key at sequence s sorts before every entry of that user key whose
 	// sequence number is <= s.
@@ -50,8 +57,18 @@ func (k Kind) String() string {
 		return "DEL"
 	case KindSet:
 		return "PUT"
+	case KindRangeDelete:
+		return "RANGEDEL"
 	}
 	return "KIND(" + strconv.Itoa(int(k)) + ")"
+}
+
+// IsRangeEnd reports whether k is the largest key of a table whose range
+// deletions end at k's user key: (end, MaxSeq, KindRangeDelete), which
+// sorts before every entry of that user key, so that the table holds
+// nothing of it (the end is exclusive).
+func IsRangeEnd(k []byte) bool {
+	return len(k) >= TrailerLen && Trailer(k) == MakeTrailer(MaxSeq, KindRangeDelete)
 }
 
 // MakeTrailer packs seq and kind. seq must be <= MaxSeq.

@@ -59,11 +59,20 @@ type replayState struct {
 	hasLogNumber    bool
 	hasNextFileNum  bool
 	hasLastSeq      bool
+	// marked: the last comparator named was MarkedComparator.
+	marked bool
 }
 
 func (s *replayState) apply(e *VersionEdit) error {
-	if e.HasComparator && e.Comparator != BytewiseComparator {
-		return errors.Newf("manifest: %s: comparator %q does not match %q", s.name, e.Comparator, BytewiseComparator)
+	if e.HasComparator {
+		switch e.Comparator {
+		case BytewiseComparator:
+			s.marked = false
+		case MarkedComparator:
+			s.marked = true
+		default:
+			return errors.Newf("manifest: %s: comparator %q does not match %q", s.name, e.Comparator, BytewiseComparator)
+		}
 	}
 	if e.HasLogNumber {
 		s.logNumber, s.hasLogNumber = e.LogNumber, true

@@ -25,6 +25,9 @@ type FileMeta struct {
 	// with deletions.
 	Entries, Deletions, LargestSeq uint64
 	HasStats                       bool
+	// RangeDels says that the table holds range deletions (recorded in
+	// the MANIFEST, which is then marked: see MarkedComparator).
+	RangeDels bool
 }
 
 // String formats m as "000012 1234B [a#5,PUT .. z#3,DEL]".
@@ -63,6 +66,8 @@ type Version struct {
 
 	refs atomic.Int32
 	vs   *VersionSet // nil for a Version not owned by a VersionSet
+	// rangeDels caches HasRangeDels: 0 not yet known, 1 no, 2 yes.
+	rangeDels atomic.Int32
 }
 
 // Ref adds a reference. The caller must already hold one (from Current or an
@@ -166,6 +171,21 @@ func (v *Version) LevelSize(level int) int64 {
 		n += f.Size
 	}
 	return n
+}
+
+// HasRangeDels reports whether any table holds range deletions.
+func (v *Version) HasRangeDels() bool {
+	if c := v.rangeDels.Load(); c != 0 {
+		return c == 2
+	}
+	has := false
+	for _, files := range v.Levels {
+		for _, f := range files {
+			has = has || f.RangeDels
+		}
+	}
+	v.rangeDels.Store(map[bool]int32{false: 1, true: 2}[has])
+	return has
 }
 
 // Check verifies the Version invariants (see Version) and returns an error

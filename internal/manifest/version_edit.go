@@ -20,8 +20,21 @@ const NumLevels = 7
 // format; do not change.
 const BytewiseComparator = "leveldb.BytewiseComparator"
 
+// MarkedComparator is the comparator name of a MANIFEST whose tables or
+// logs may hold records LevelDB cannot read (range deletions): LevelDB
+// checks every edit's comparator against its own at Open, goleveldb the
+// last one it reads, and both then refuse the directory rather than
+// misread it. The keys are still in bytewise order. Part of the format;
+// do not change.
+const MarkedComparator = "shale.BytewiseComparator+RangeDeletions"
+
 // Field tags of an encoded VersionEdit. Part of the format (LevelDB's); do
 // not change. Tag 8 (large value refs) is retired and decodes as damage.
+//
+// tagRangeDelFile is shale's: it follows a new file's record (in a marked
+// MANIFEST only) to say that the table holds range deletions, with the
+// level and file number again. LevelDB and goleveldb fail on it, as they
+// refuse the mark.
 const (
 	tagComparator     = 1
 	tagLogNumber      = 2
@@ -31,6 +44,7 @@ const (
 	tagDeletedFile    = 6
 	tagNewFile        = 7
 	tagPrevLogNumber  = 9
+	tagRangeDelFile   = 101
 )
 
 // CompactPointer records where the next compaction of Level starts: after
@@ -135,6 +149,11 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(f.Meta.Size))
 		dst = appendBytes(dst, f.Meta.Smallest)
 		dst = appendBytes(dst, f.Meta.Largest)
+		if f.Meta.RangeDels {
+			dst = binary.AppendUvarint(dst, tagRangeDelFile)
+			dst = binary.AppendUvarint(dst, uint64(f.Level))
+			dst = binary.AppendUvarint(dst, f.Meta.Num)
+		}
 	}
 	return dst
 }
@@ -241,6 +260,18 @@ func (d *decoder) field(e *VersionEdit, tag uint64) {
 		m.Smallest = d.ikey("smallest key")
 		m.Largest = d.ikey("largest key")
 		e.AddFile(level, m)
+	case tagRangeDelFile:
+		level := d.level()
+		num := d.fileNum("range-deletion file number", filename.MaxNum)
+		if d.err != nil {
+			return
+		}
+		n := len(e.NewFiles)
+		if n == 0 || e.NewFiles[n-1].Level != level || e.NewFiles[n-1].Meta.Num != num {
+			d.err = corruptf("manifest: version edit: range-deletion mark for table %06d at offset %d follows no record of it", num, d.tagOff)
+			return
+		}
+		e.NewFiles[n-1].Meta.RangeDels = true
 	default:
 		d.err = corruptf("manifest: version edit: unknown tag %d at offset %d", tag, d.tagOff)
 	}

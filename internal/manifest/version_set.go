@@ -41,6 +41,8 @@ type VersionSet struct {
 	rollAt      int64        // manifestLog's size at which to roll; 0: never
 	snapSize    int64        // the size of the snapshot the MANIFEST starts with
 	size        atomic.Int64 // manifestLog's size, for ManifestSize
+	// marked: the MANIFEST names MarkedComparator (see SetMarked).
+	marked atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -119,6 +121,7 @@ func Load(fsys vfs.FS, dir string, readOnly bool) (*VersionSet, error) {
 	vs.mu.manifestNum = num
 	vs.mu.logNumber, vs.mu.prevLogNumber = s.logNumber, s.prevLogNumber
 	vs.mu.compactPointers = s.compactPointers
+	vs.marked.Store(s.marked)
 	vs.install(v)
 	if !readOnly {
 		if err := vs.StartWriting(); err != nil {
@@ -172,6 +175,9 @@ func (vs *VersionSet) snapshot() *VersionEdit {
 	defer vs.mu.Unlock()
 	e := new(VersionEdit)
 	e.SetComparator(BytewiseComparator)
+	if vs.marked.Load() {
+		e.SetComparator(MarkedComparator)
+	}
 	e.SetLogNumber(vs.mu.logNumber)
 	e.SetPrevLogNumber(vs.mu.prevLogNumber)
 	e.SetNextFileNumber(vs.nextFileNum.Load())
@@ -378,13 +384,16 @@ func (vs *VersionSet) fillEdit(e *VersionEdit) error {
 	if err := e.Validate(); err != nil {
 		return err
 	}
-	if e.HasComparator && e.Comparator != BytewiseComparator {
-		return errors.Newf("manifest: edit names comparator %q, not %q", e.Comparator, BytewiseComparator)
+	if e.HasComparator && (e.Comparator != BytewiseComparator || vs.marked.Load()) {
+		return errors.Newf("manifest: edit names comparator %q (the mark is SetMarked's)", e.Comparator)
 	}
 	next := vs.nextFileNum.Load()
 	for _, f := range e.NewFiles {
 		if f.Meta.Num >= next {
 			return errors.Newf("manifest: edit adds table %06d, a number never allocated", f.Meta.Num)
+		}
+		if f.Meta.RangeDels && !vs.marked.Load() {
+			return errors.Newf("manifest: edit adds table %06d, which holds range deletions, to an unmarked MANIFEST", f.Meta.Num)
 		}
 	}
 	logNum, prevLogNum := vs.LogNumber(), vs.prevLogNumber()
@@ -401,6 +410,65 @@ func (vs *VersionSet) fillEdit(e *VersionEdit) error {
 		e.SetLastSequence(last)
 	}
 	return nil
+}
+
+// Marked reports whether the MANIFEST carries MarkedComparator.
+func (vs *VersionSet) Marked() bool { return vs.marked.Load() }
+
+// SetMarked puts the mark on or takes it off. On: an edit naming
+// MarkedComparator is appended and synced, so that LevelDB and goleveldb
+// refuse the directory before anything they would misread is written.
+// Off: a new MANIFEST is started whose edits never named it (an edit
+// naming BytewiseComparator again would satisfy goleveldb, which reads
+// the last, but not LevelDB, which checks each); the caller takes it off
+// only once no live table or log holds a range deletion. A set that is
+// already so does nothing.
+func (vs *VersionSet) SetMarked(on bool) error {
+	vs.logMu.Lock()
+	defer vs.logMu.Unlock()
+	switch {
+	case vs.readOnly:
+		return ErrReadOnly
+	case vs.err != nil:
+		return vs.err
+	case on == vs.marked.Load():
+		return nil
+	}
+	if on {
+		var e VersionEdit
+		e.SetComparator(MarkedComparator)
+		if err := writeSynced(vs.manifestLog, vs.manifest, e.Encode(nil)); err != nil {
+			vs.err = errors.Wrapf(err, "manifest: write %s", filename.Name(filename.Manifest, vs.ManifestNumber()))
+			return vs.err
+		}
+		vs.size.Store(vs.manifestLog.Size())
+		vs.marked.Store(true)
+		return nil
+	}
+	v := vs.Current()
+	has := v.HasRangeDels()
+	v.Unref()
+	if has {
+		return errors.New("manifest: the mark stays while a table holds range deletions")
+	}
+	vs.marked.Store(false)
+	old, oldNum := vs.manifest, vs.ManifestNumber()
+	named, err := vs.newManifest()
+	switch {
+	case err == nil:
+		_ = old.Close() // synced after every record
+		if vs.roll.Rolled != nil {
+			vs.roll.Rolled(oldNum, vs.ManifestNumber(), 0, nil)
+		}
+		return nil
+	case named:
+		vs.err = errors.Wrapf(err, "manifest: switch from %s to an unmarked MANIFEST", filename.Name(filename.Manifest, oldNum))
+		_ = old.Close()
+		vs.manifest, vs.manifestLog = nil, nil
+		return vs.err
+	}
+	vs.marked.Store(true) // the old MANIFEST, marked, is still the one
+	return err
 }
 
 // Current returns the current Version with a reference the caller must

@@ -33,6 +33,10 @@ type DirState struct {
 	// ManifestNum is the new MANIFEST's number; NextFileNumber must be
 	// above it and above every table and WAL number in the directory.
 	ManifestNum, NextFileNumber uint64
+	// Marked puts the mark on (MarkedComparator): the directory's logs
+	// may hold range deletions. A Version with a table that holds some
+	// is marked whatever Marked says.
+	Marked bool
 }
 
 // WriteState writes MANIFEST-<ManifestNum> into dir holding one snapshot
@@ -45,6 +49,9 @@ func WriteState(fsys vfs.FS, dir string, st DirState) error {
 	}
 	e := new(VersionEdit)
 	e.SetComparator(BytewiseComparator)
+	if st.Marked || st.Version.HasRangeDels() {
+		e.SetComparator(MarkedComparator)
+	}
 	e.SetLogNumber(st.LogNumber)
 	e.SetPrevLogNumber(0)
 	e.SetNextFileNumber(st.NextFileNumber)

@@ -19,7 +19,10 @@
 // An Iter is not safe for concurrent use; distinct Iters are independent.
 package merging
 
-import "github.com/shale-db/shale/internal/iterator"
+import (
+	"github.com/shale-db/shale/internal/ikey"
+	"github.com/shale-db/shale/internal/iterator"
+)
 
 // state says where the iterator stands; see Iter.
 type state int8
@@ -226,6 +229,33 @@ func (m *Iter) step(o op) bool {
 	m.heap = m.heap[:n]
 	m.down(0)
 	return n > 0
+}
+
+// SkipForward moves each source from index from on that stands at an
+// entry below key to its first entry >= key, while moving forward (it does
+// nothing otherwise), and reports whether the iterator stands at an entry.
+// The caller knows the entries skipped are deleted (see dbiter's range
+// deletions). It breaks the invariant that reposition relies on for those
+// sources: the caller must not then turn around with Prev, but seek.
+func (m *Iter) SkipForward(from int, key []byte) bool {
+	if m.state != forward {
+		return len(m.heap) > 0
+	}
+	h := m.heap[:0]
+	for _, s := range m.heap {
+		if s.idx >= from && ikey.Compare(s.key, key) < 0 && !s.do(opSeekGE, key) {
+			if err := s.it.Err(); err != nil {
+				return m.fail(err)
+			}
+			continue
+		}
+		h = append(h, s)
+	}
+	m.heap = h
+	for i := len(m.heap)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
+	return len(m.heap) > 0
 }
 
 // Key implements iterator.Iterator.
