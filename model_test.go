@@ -119,17 +119,27 @@ func runModel(t *testing.T, seed uint64, steps int) (counts modelCounts) {
 			k, v := key(), fmt.Sprintf("v%d-%s", step, bytes.Repeat([]byte("x"), r.IntN(200)))
 			mustPut(t, db, k, v)
 			state[k] = v
-		case p < 70:
+		case p < 67:
 			k := key()
 			if err := db.Delete([]byte(k), shale.NoSync); err != nil {
 				t.Fatal(err)
 			}
 			delete(state, k)
+		case p < 70:
+			lo, hi := modelRange(r)
+			if err := db.DeleteRange(lo, hi, shale.NoSync); err != nil {
+				t.Fatal(err)
+			}
+			modelDeleteRange(state, lo, hi)
 		case p < 82:
 			var b shale.Batch
 			for j := range 1 + r.IntN(20) {
 				k := key()
-				if r.IntN(4) == 0 {
+				if r.IntN(30) == 0 {
+					lo, hi := modelRange(r)
+					b.DeleteRange(lo, hi)
+					modelDeleteRange(state, lo, hi)
+				} else if r.IntN(4) == 0 {
 					b.Delete([]byte(k))
 					delete(state, k)
 				} else {
@@ -182,6 +192,36 @@ func runModel(t *testing.T, seed uint64, steps int) (counts modelCounts) {
 		}
 	}
 	return counts // the deferred add counts the last run
+}
+
+// modelRange returns a random range for DeleteRange: mostly narrow (a
+// few keys of the key space), sometimes wide, sometimes open at one end
+// or both (the "z" keys lie past the key space).
+func modelRange(r *rand.Rand) (lo, hi []byte) {
+	a := r.IntN(modelKeys)
+	b := a + 1 + r.IntN(8)
+	if r.IntN(4) == 0 {
+		b = a + r.IntN(modelKeys)
+	}
+	lo, hi = []byte(modelKey(a)), []byte(modelKey(min(b, modelKeys-1)))
+	switch r.IntN(12) {
+	case 0:
+		lo = nil
+	case 1:
+		hi = nil
+	case 2:
+		lo, hi = fmt.Appendf(nil, "z%06d", a*5), nil // the appended keys' tail
+	}
+	return lo, hi
+}
+
+// modelDeleteRange deletes the model's keys in [lo, hi) (nil: open).
+func modelDeleteRange(state map[string]string, lo, hi []byte) {
+	for k := range state {
+		if (lo == nil || k >= string(lo)) && (hi == nil || k < string(hi)) {
+			delete(state, k)
+		}
+	}
 }
 
 // checkView compares a few Gets and one random iterator walk with state.
