@@ -35,9 +35,9 @@ type Transaction struct {
 	// of the batch they make.
 	writes *btree.BTreeG[txnWrite]
 	size   int
-	// reads holds the fingerprints of the keys read with Get; spans the
-	// ranges iterators passed over (see normalizeSpans).
-	reads map[uint64]struct{}
+	// reads holds the keys read with Get; spans the ranges iterators
+	// passed over (see normalizeSpans).
+	reads map[string]struct{}
 	spans []keySpan
 	// spansSorted is set when spans are sorted and disjoint.
 	spansSorted bool
@@ -73,7 +73,7 @@ func (db *DB) NewTransaction() *Transaction {
 		snap:   snap,
 		start:  snap.seq,
 		writes: btree.NewG(16, txnWriteLess),
-		reads:  make(map[uint64]struct{}),
+		reads:  make(map[string]struct{}),
 		iters:  make(map[*txnIter]struct{}),
 	}
 }
@@ -92,7 +92,7 @@ func (t *Transaction) Get(key []byte) ([]byte, error) {
 		}
 		return bytes.Clone(w.value), nil
 	}
-	t.reads[t.db.txns.fingerprint(key)] = struct{}{}
+	t.reads[string(key)] = struct{}{}
 	return t.snap.Get(key)
 }
 
@@ -285,6 +285,25 @@ func (t *Transaction) spansCover(key string) bool {
 	}
 	s := t.spans[i-1]
 	return s.hiInf || key < string(s.hi)
+}
+
+// readIn reports whether the transaction read anything in [lo, hi): a
+// key with Get, or a span that overlaps it.
+func (t *Transaction) readIn(lo, hi string) bool {
+	for k := range t.reads {
+		if lo <= k && k < hi {
+			return true
+		}
+	}
+	// The spans are sorted and disjoint: the first that ends after lo is
+	// the only one that can start before hi.
+	i, _ := slices.BinarySearchFunc(t.spans, lo, func(s keySpan, k string) int {
+		if !s.hiInf && string(s.hi) <= k {
+			return -1
+		}
+		return 1
+	})
+	return i < len(t.spans) && string(t.spans[i].lo) < hi
 }
 
 // iterClosed is called by an iterator of the transaction as it closes.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/internal/batchrepr"
+	"github.com/shale-db/shale/internal/ikey"
 )
 
 // conflictLog is what Commit checks a transaction against: while any
@@ -23,12 +24,14 @@ import (
 // an atomic load for it (see admitFast), and records nothing.
 //
 // A transaction conflicts when a key written after it began is one it read
-// with Get (looked up by 64-bit fingerprint, so that a transaction's reads
-// cost 8 bytes each: two keys share one with probability 2^-64) or lies in
-// a span one of its iterators passed over (each key written since it began
-// looked up in its sorted spans, exactly). Only a transaction that
-// iterated pays for that scan; the write path pays a map insertion and an
-// append a key.
+// with Get (looked up by 64-bit fingerprint: two keys share one with
+// probability 2^-64, which can only refuse a commit), or lies in a span
+// one of its iterators passed over (each key written since it began
+// looked up in its sorted spans, exactly), or when a range deletion
+// committed since covers a key it read or overlaps a span. Only a
+// transaction that iterated, or read while range deletions were recorded,
+// pays for that scan; the write path pays a map insertion and an append a
+// key.
 type conflictLog struct {
 	// open counts the transactions begun and not yet ended; the commit
 	// path reads it without the lock.
@@ -52,15 +55,19 @@ type conflictLog struct {
 	// within limit: a transaction that began before it can no longer be
 	// checked, and fails to commit.
 	horizon uint64
+	// ranges counts the range deletions in fifo[head:].
+	ranges int
 	// conflicts and trimmed feed Metrics.
 	conflicts, trimmed int64
 }
 
-// writeMark is one recorded write: the newest sequence number of key.
+// writeMark is one recorded write: key at seq, or, if isRange, the range
+// deletion of [key, end).
 type writeMark struct {
-	key string
-	fp  uint64
-	seq uint64
+	key, end string
+	fp       uint64
+	seq      uint64
+	isRange  bool
 }
 
 // markOverhead estimates the memory one recorded key costs besides its
@@ -124,7 +131,7 @@ func (c *conflictLog) pruneLocked() {
 		if c.open.Load() == 0 && c.head < len(c.fifo) {
 			clear(c.byFP)
 			clear(c.fifo)
-			c.fifo, c.head, c.bytes = c.fifo[:0], 0, 0
+			c.fifo, c.head, c.bytes, c.ranges = c.fifo[:0], 0, 0, 0
 		}
 		return
 	}
@@ -142,10 +149,12 @@ func (c *conflictLog) dropOldestLocked() writeMark {
 	m := c.fifo[c.head]
 	c.fifo[c.head] = writeMark{}
 	c.head++
-	if c.byFP[m.fp] == m.seq {
+	if m.isRange {
+		c.ranges--
+	} else if c.byFP[m.fp] == m.seq {
 		delete(c.byFP, m.fp)
 	}
-	c.bytes -= int64(len(m.key)) + markOverhead
+	c.bytes -= int64(len(m.key)+len(m.end)) + markOverhead
 	if c.head > len(c.fifo)/2 && c.head > 1024 {
 		n := copy(c.fifo, c.fifo[c.head:])
 		clear(c.fifo[n:])
@@ -159,9 +168,18 @@ func (c *conflictLog) dropOldestLocked() writeMark {
 func (c *conflictLog) recordLocked(repr []byte, seq uint64) {
 	r := batchrepr.NewReader(repr)
 	for {
-		_, key, _, ok := r.Next()
+		kind, key, end, ok := r.Next()
 		if !ok {
 			break
+		}
+		if kind == ikey.KindRangeDelete {
+			// A range: kept with its end, checked against every read.
+			m := writeMark{key: string(key), end: string(end), isRange: true, seq: seq}
+			seq++
+			c.fifo = append(c.fifo, m)
+			c.ranges++
+			c.bytes += int64(len(m.key)+len(m.end)) + markOverhead
+			continue
 		}
 		m := writeMark{key: string(key), fp: c.fingerprint(key), seq: seq}
 		seq++
@@ -185,21 +203,26 @@ func (c *conflictLog) checkLocked(t *Transaction) error {
 			"while more than Options.TxnConflictMemory (%d bytes) of writes were committed: the writes "+
 			"it could conflict with are no longer tracked", t.start, c.limit)
 	}
-	for fp := range t.reads {
-		if seq, ok := c.byFP[fp]; ok && seq > t.start {
+	for k := range t.reads {
+		if seq, ok := c.byFP[c.fingerprint([]byte(k))]; ok && seq > t.start {
 			c.conflicts++
 			return errors.Wrapf(ErrConflict, "shale: a key the transaction read was written at sequence "+
 				"number %d, after the transaction began at %d", seq, t.start)
 		}
 	}
-	if len(t.spans) == 0 {
+	if len(t.spans) == 0 && (c.ranges == 0 || len(t.reads) == 0) {
 		return nil
 	}
 	t.normalizeSpans()
 	live := c.fifo[c.head:]
 	first, _ := slices.BinarySearchFunc(live, t.start+1, func(m writeMark, seq uint64) int { return cmp.Compare(m.seq, seq) })
 	for _, m := range live[first:] {
-		if t.spansCover(m.key) {
+		switch {
+		case m.isRange && t.readIn(m.key, m.end):
+			c.conflicts++
+			return errors.Wrapf(ErrConflict, "shale: a range deletion of [%q, %q) at sequence number %d, after "+
+				"the transaction began at %d, covers what it read", m.key, m.end, m.seq, t.start)
+		case !m.isRange && t.spansCover(m.key):
 			c.conflicts++
 			return errors.Wrapf(ErrConflict, "shale: key %q, in a range the transaction iterated over, was "+
 				"written at sequence number %d, after the transaction began at %d", m.key, m.seq, t.start)

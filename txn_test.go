@@ -143,12 +143,31 @@ func TestTxnConflicts(t *testing.T) {
 	del := func(k string) func(db *shale.DB) error {
 		return func(db *shale.DB) error { return db.Delete([]byte(k), shale.NoSync) }
 	}
+	delRange := func(lo, hi string) func(db *shale.DB) error {
+		return func(db *shale.DB) error {
+			var l, h []byte
+			if lo != "" {
+				l = []byte(lo)
+			}
+			if hi != "" {
+				h = []byte(hi)
+			}
+			return db.DeleteRange(l, h, shale.NoSync)
+		}
+	}
 	for _, c := range []struct {
 		name     string
 		read     step
 		write    func(db *shale.DB) error
 		conflict bool
 	}{
+		{"get then a range deletion over it", get("b"), delRange("a", "c"), true},
+		{"get absent then a range deletion over it", get("bb"), delRange("b", "c"), true},
+		{"get then a range deletion beside it", get("b"), delRange("c", "d"), false},
+		{"get then an open-ended range deletion", get("zz"), delRange("y", ""), false}, // zz absent, past every key: the end stops before it
+		{"scan then a range deletion overlapping it", scan("a", "c"), delRange("bb", "e"), true},
+		{"scan then a range deletion after it", scan("a", "c"), delRange("c", "e"), false},
+		{"scan then a range deletion with no start", scan("c", "d"), delRange("", "c\x00"), true},
 		{"get then write same key", get("b"), put("b"), true},
 		{"get absent then insert", get("zz"), put("zz"), true},
 		{"get then delete", get("b"), del("b"), true},
