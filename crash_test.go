@@ -40,7 +40,10 @@ const (
 type crashOp struct {
 	puts    [][2]string // key, value
 	deletes []string
-	sync    shale.Durability
+	// delRange, if set, deletes [delRange[0], delRange[1]): the keys of
+	// earlier ops of the goroutine, before the puts.
+	delRange *[2]string
+	sync     shale.Durability
 }
 
 func crashKey(c, g, i, j int) string { return fmt.Sprintf("c%03d/g%02d/%07d/%d", c, g, i, j) }
@@ -63,14 +66,22 @@ func makeCrashOp(c, g, i int) crashOp {
 	if i >= 3 && r.IntN(4) == 0 {
 		op.deletes = append(op.deletes, crashKey(c, g, i-3, 0))
 	}
+	if i >= 10 && r.IntN(12) == 0 {
+		// The keys of ops i-10 to i-3, every j: a range deletion, in
+		// the batch or alone.
+		op.delRange = &[2]string{crashKey(c, g, i-10, 0), crashKey(c, g, i-2, 0)}
+	}
 	return op
 }
 
 func (op crashOp) apply(db *shale.DB) error {
-	if len(op.puts) == 1 && len(op.deletes) == 0 {
+	if len(op.puts) == 1 && len(op.deletes) == 0 && op.delRange == nil {
 		return db.Put([]byte(op.puts[0][0]), []byte(op.puts[0][1]), op.sync)
 	}
 	var b shale.Batch
+	if op.delRange != nil {
+		b.DeleteRange([]byte(op.delRange[0]), []byte(op.delRange[1]))
+	}
 	for _, kv := range op.puts {
 		b.Put([]byte(kv[0]), []byte(kv[1]))
 	}
@@ -82,6 +93,13 @@ func (op crashOp) apply(db *shale.DB) error {
 
 // applyTo applies op to a model of one goroutine's keys.
 func (op crashOp) applyTo(m map[string]string) {
+	if d := op.delRange; d != nil {
+		for k := range m {
+			if d[0] <= k && k < d[1] {
+				delete(m, k)
+			}
+		}
+	}
 	for _, kv := range op.puts {
 		m[kv[0]] = kv[1]
 	}
