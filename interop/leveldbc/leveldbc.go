@@ -40,6 +40,10 @@ type Options struct {
 	// keeps LevelDB's default (2 MiB). LevelDB raises anything below 1 MiB
 	// to 1 MiB.
 	MaxFileSize int
+	// NoParanoidChecks turns LevelDB's paranoid_checks off (Open turns
+	// them on otherwise): LevelDB's default, under which it keeps the
+	// entries of a batch before one it cannot decode.
+	NoParanoidChecks bool
 }
 
 // DB is an open LevelDB database. It is safe for concurrent use.
@@ -52,7 +56,8 @@ type DB struct {
 }
 
 // Open opens the LevelDB database in dir with the bloom filter policy,
-// paranoid checks and checksum verification on every read.
+// paranoid checks (unless o.NoParanoidChecks) and checksum verification on
+// every read.
 func Open(dir string, o Options) (*DB, error) {
 	db := &DB{
 		opts:   C.leveldb_options_create(),
@@ -62,7 +67,7 @@ func Open(dir string, o Options) (*DB, error) {
 	}
 	C.leveldb_options_set_filter_policy(db.opts, db.filter)
 	C.leveldb_options_set_create_if_missing(db.opts, cbool(o.CreateIfMissing))
-	C.leveldb_options_set_paranoid_checks(db.opts, 1)
+	C.leveldb_options_set_paranoid_checks(db.opts, cbool(!o.NoParanoidChecks))
 	if o.WriteBufferSize > 0 {
 		C.leveldb_options_set_write_buffer_size(db.opts, C.size_t(o.WriteBufferSize))
 	}
