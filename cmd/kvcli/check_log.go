@@ -70,6 +70,8 @@ func (ck *checker) checkManifest(name string) *versionState {
 		return nil
 	}
 	switch {
+	case vs.comparator == manifest.MarkedComparator:
+		ck.note(name, "marked (comparator %q): its logs or tables may hold range deletions, which LevelDB and goleveldb cannot read, so both refuse to open this directory; the mark comes off once compaction has dropped the last of them ('kvcli compact')", vs.comparator)
 	case vs.comparator != manifest.BytewiseComparator:
 		ck.damage(name, 0, "comparator %q, want %q", vs.comparator, manifest.BytewiseComparator)
 	case vs.nextFile == 0:
@@ -77,6 +79,9 @@ func (ck *checker) checkManifest(name string) *versionState {
 	}
 	ck.checkLevels(name, vs)
 	ck.ok(name, "%d edits, %d live tables, log number %d, last sequence %d", n, len(vs.tables), vs.logNum, vs.lastSeq)
+	if vs.comparator == manifest.BytewiseComparator {
+		ck.note(name, "LevelDB's: goleveldb and LevelDB open this directory")
+	}
 	return vs
 }
 

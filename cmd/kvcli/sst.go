@@ -57,6 +57,13 @@ func runSST(e *env, c *command, args []string) error {
 	if err != nil {
 		return failure(err)
 	}
+	if rd := t.RangeDels(); len(rd) > 0 {
+		w := e.stdout
+		fmt.Fprintf(w, "range deletions: %d spans (LevelDB and goleveldb do not read them: the directory is marked)\n", len(rd))
+		for _, sp := range rd {
+			fmt.Fprintf(w, "  [%s, %s) deleted at sequence numbers %v\n", e.show(sp.Start), e.show(sp.End), sp.Seqs)
+		}
+	}
 	return e.writeEntries(t, !*noEntries, *full)
 }
 

@@ -64,8 +64,11 @@ func (e *env) writeBatch(w *bufio.Writer, rec []byte, full bool) bool {
 			break
 		}
 		fmt.Fprintf(w, "    %d\t%s\t%s", seq, kind, e.show(k))
-		if kind == ikey.KindSet {
+		switch kind {
+		case ikey.KindSet:
 			fmt.Fprintf(w, "\t%s", e.clip(v, full))
+		case ikey.KindRangeDelete:
+			fmt.Fprintf(w, "\tto %s (exclusive)", e.showBound(v, "no end"))
 		}
 		w.WriteByte('\n')
 		seq++
