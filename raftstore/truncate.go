@@ -1,23 +1,23 @@
 package raftstore
 
 import (
+	"math"
+
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale"
 )
-
-// truncateChunk is the most tombstones one batch of a DeleteRange holds,
-// so that deleting a million entries never builds a batch (and memtable
-// burst) of a million.
-const truncateChunk = 16 << 10
 
 // DeleteRange deletes the entries with indexes in [from, to]. Indexes that
 // are not in the log are ignored. The range must cover a prefix or a
 // suffix of the log, or all of it; one strictly inside the log would leave
 // a gap and is refused with an error matching ErrNonContiguous.
 //
-// When it returns the deletion is on disk (shale.Sync). GetLog of a deleted
-// index returns raft.ErrLogNotFound at once, from memory; the tombstones
-// stay on disk until compaction drops them, and no read walks them.
+// When it returns the deletion is on disk (shale.Sync). It is one write
+// however many entries it deletes: a range deletion (shale.DB.DeleteRange),
+// with the low-water mark in the same batch. GetLog of a deleted index
+// returns raft.ErrLogNotFound at once, from memory; compaction drops the
+// entries and gives their space back. While the range deletion is on
+// disk, goleveldb and LevelDB refuse the directory (see shale's README).
 func (s *Store) DeleteRange(from, to uint64) error {
 	if s.readOnly {
 		return shale.ErrReadOnly
@@ -69,52 +69,27 @@ func (s *Store) DeleteRange(from, to uint64) error {
 }
 
 // deleteEntries deletes the log keys [lo, hi], and sets the low-water mark
-// to lowWater if it is not nil, in batches of truncateChunk tombstones.
-// If there is more than one batch, the first also records the range in
-// metaTruncation and the last removes it, so that a crash in between
-// leaves a deletion that New finishes (with resume set: its last batch
-// removes the record in any case). The first and last batches are Sync;
-// when it returns, the deletion is on disk.
+// to lowWater if it is not nil, in one synced batch: a range deletion and
+// the mark, atomic. With resume, the batch also removes metaTruncation,
+// the record an older version of this package left while it deleted a
+// range in several batches, which New finishes.
 func (s *Store) deleteEntries(lo, hi uint64, lowWater []byte, resume bool) error {
-	// A batch is cut at truncateChunk entries, puts and deletes alike, so
-	// the low-water mark counts: 16,384 tombstones and the mark are two
-	// batches, which without the record a crash could leave half done.
-	extra := uint64(0)
-	if lowWater != nil {
-		extra = 1
-	}
-	multi := hi-lo+1+extra > truncateChunk
 	var b shale.Batch
 	if lowWater != nil {
 		b.Put(metaLowWater, lowWater)
 	}
-	if multi && !resume {
-		b.Put(metaTruncation, appendUint64(appendUint64(nil, lo), hi))
+	end := []byte{prefixLog + 1} // past every log key
+	if hi < math.MaxUint64 {
+		end = logKey(hi + 1)
 	}
-	key := make([]byte, 0, logKeyLen)
-	first := true
-	for i := lo; ; i++ {
-		key = appendLogKey(key[:0], i)
-		b.Delete(key)
-		if i != hi && b.Len() < truncateChunk {
-			continue
-		}
-		d := shale.NoSync
-		if first || i == hi {
-			d = shale.Sync
-		}
-		if i == hi && (multi || resume) {
-			b.Delete(metaTruncation)
-		}
-		if err := writeBatch(s.db, &b, d); err != nil {
-			return errors.Wrapf(err, "raftstore: delete log entries %d-%d", lo, hi)
-		}
-		if i == hi {
-			return nil
-		}
-		b.Reset()
-		first = false
+	b.DeleteRange(logKey(lo), end)
+	if resume {
+		b.Delete(metaTruncation)
 	}
+	if err := writeBatch(s.db, &b, shale.Sync); err != nil {
+		return errors.Wrapf(err, "raftstore: delete log entries %d-%d", lo, hi)
+	}
+	return nil
 }
 
 // writeBatch is how deleteEntries writes; tests count its batches.

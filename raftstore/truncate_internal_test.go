@@ -7,26 +7,20 @@ import (
 	"github.com/shale-db/shale"
 )
 
-// TestTruncationBatches: a DeleteRange written in more than one batch
-// records the range first (metaTruncation), so that a crash between its
-// batches leaves a deletion that New finishes. Around the chunk size, with
-// and without the low-water mark that a prefix deletion writes, the batches
-// and the record must agree: 16,384 tombstones and the mark were split in
-// two batches with no record, and a crash between them left the last
-// entry on disk below the low-water mark.
-func TestTruncationBatches(t *testing.T) {
+// TestTruncationIsOneWrite: a DeleteRange of any size is one synced batch
+// holding one range deletion (and the low-water mark for a prefix), so a
+// crash leaves it whole or absent; the entries are gone, those outside
+// the range stay.
+func TestTruncationIsOneWrite(t *testing.T) {
 	for _, tc := range []struct {
 		n      uint64 // entries deleted
 		prefix bool   // a prefix (writes the low-water mark) or a suffix
-	}{
-		{truncateChunk - 1, true}, {truncateChunk, true}, {truncateChunk + 1, true},
-		{truncateChunk, false}, {truncateChunk + 1, false}, {3*truncateChunk + 5, true},
-	} {
+	}{{1, true}, {50_000, true}, {1, false}, {50_000, false}} {
 		s, err := New(t.TempDir(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		const total = 4*truncateChunk + 10
+		const total = 60_000
 		logs := make([]*raft.Log, 0, total)
 		for i := uint64(1); i <= total; i++ {
 			logs = append(logs, &raft.Log{Index: i, Term: 1, Data: []byte("x")})
@@ -34,19 +28,14 @@ func TestTruncationBatches(t *testing.T) {
 		if err := s.StoreLogs(logs); err != nil {
 			t.Fatal(err)
 		}
-		// After each batch: is the range recorded? A crash after any
-		// batch but the last must find it.
-		var recorded []bool
+		var batches, entries int
 		writeBatch = func(db *shale.DB, b *shale.Batch, d shale.Durability) error {
-			if b.Len() > truncateChunk+1 {
-				t.Errorf("a batch of %d entries", b.Len())
+			batches++
+			entries += b.Len()
+			if d != shale.Sync {
+				t.Error("a truncation written without Sync")
 			}
-			if err := db.Write(b, d); err != nil {
-				return err
-			}
-			_, err := db.Get(metaTruncation)
-			recorded = append(recorded, err == nil)
-			return nil
+			return db.Write(b, d)
 		}
 		from, to := uint64(1), tc.n
 		if !tc.prefix {
@@ -57,11 +46,25 @@ func TestTruncationBatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, r := range recorded {
-			if last := i == len(recorded)-1; r == last {
-				t.Errorf("deleting %d entries (prefix %v) in %d batches: after batch %d the range is recorded: %v; want it recorded after every batch but the last",
-					tc.n, tc.prefix, len(recorded), i+1, r)
+		want := 1
+		if tc.prefix {
+			want = 2 // and the low-water mark
+		}
+		if batches != 1 || entries != want {
+			t.Fatalf("deleting %d entries (prefix %v): %d batches of %d entries, want one of %d", tc.n, tc.prefix, batches, entries, want)
+		}
+		var l raft.Log
+		for _, i := range []uint64{from, to} {
+			if err := s.GetLog(i, &l); err != raft.ErrLogNotFound {
+				t.Fatalf("GetLog(%d) after deleting it: %v", i, err)
 			}
+		}
+		keep := uint64(total)
+		if !tc.prefix {
+			keep = 1
+		}
+		if err := s.GetLog(keep, &l); err != nil {
+			t.Fatalf("GetLog(%d), outside the range: %v", keep, err)
 		}
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
