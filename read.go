@@ -117,7 +117,10 @@ func (db *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
 	seq := rs.seq
 	// del is the newest range deletion seen so far that covers key and
 	// is visible at seq: a version below it, in this source or a later
-	// (older) one, is deleted.
+	// one, is deleted. Every version in a later source is older than it
+	// (the LSM's order: memtables over level 0 over level 1 and so on,
+	// a table's bounds covering its range deletions), so once a source
+	// has none above it, the search is over.
 	var del uint64
 	for _, m := range rs.memtables() {
 		if rd := m.RangeDels(); rd != nil {
@@ -129,6 +132,8 @@ func (db *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
 			return nil, ErrNotFound
 		case found:
 			return bytes.Clone(v), nil
+		case del > 0:
+			return nil, ErrNotFound
 		}
 	}
 	var buf [8]*manifest.FileMeta
@@ -168,6 +173,8 @@ func (db *DB) getFromTable(f *manifest.FileMeta, key []byte, seq uint64, del *ui
 	switch {
 	case err != nil:
 		return nil, true, markCorruption(err)
+	case !found && *del > 0:
+		return nil, true, ErrNotFound // what lies below is older than the deletion
 	case !found:
 		return nil, false, nil
 	case kind == ikey.KindDelete || vseq < *del:

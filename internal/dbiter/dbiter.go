@@ -18,6 +18,7 @@
 package dbiter
 
 import (
+	"github.com/shale-db/shale/internal/merging"
 	"github.com/shale-db/shale/internal/rangedel"
 
 	"github.com/cockroachdb/errors"
@@ -71,6 +72,7 @@ type Iter struct {
 	rdels     rangedel.Spans
 	rdClasses []RangeDelClass
 	skipped   bool
+	lifts     []merging.Lift
 }
 
 // RangeDelClass is the range deletions of one class of sources (the
@@ -87,9 +89,40 @@ type RangeDelClass struct {
 }
 
 // skipper is what the merging iterator offers for that (see
-// merging.Iter.SkipForward).
+// merging.Iter.SkipForward and SeekGELifted).
 type skipper interface {
 	SkipForward(from int, key []byte) bool
+	SeekGELifted(key []byte, lifts []merging.Lift) bool
+}
+
+// seekForward positions inner at the first entry >= the internal key
+// seek (nil: the first entry), lifting the sources that a range deletion
+// covering ukey lets seek past its end (see RangeDelClass): a seek into a
+// deleted range reads none of the blocks of the keys it deletes.
+func (i *Iter) seekForward(ukey, seek []byte) bool {
+	sk, can := i.inner.(skipper)
+	if !can || i.rdClasses == nil {
+		if seek == nil {
+			return i.inner.First()
+		}
+		return i.inner.SeekGE(seek)
+	}
+	i.lifts = i.lifts[:0]
+	for _, c := range i.rdClasses {
+		j := c.Spans.Find(ukey)
+		if j < 0 || c.Spans[j].Visible(i.seq) == 0 {
+			continue
+		}
+		i.lifts = append(i.lifts, merging.Lift{From: c.SkipFrom, Key: ikey.Make(c.Spans[j].End, ikey.MaxSeq, ikey.KindSeek)})
+	}
+	if len(i.lifts) == 0 {
+		if seek == nil {
+			return i.inner.First()
+		}
+		return i.inner.SeekGE(seek)
+	}
+	i.skipped = true
+	return sk.SeekGELifted(seek, i.lifts)
 }
 
 // SetRangeDels gives the iterator the range deletions of its sources: all,

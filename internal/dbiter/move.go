@@ -17,9 +17,9 @@ func (i *Iter) First() bool {
 
 func (i *Iter) innerFirst() bool {
 	if i.lower != nil {
-		return i.inner.SeekGE(i.seekKey(i.lower, i.seq))
+		return i.seekForward(i.lower, i.seekKey(i.lower, i.seq))
 	}
-	return i.inner.First()
+	return i.seekForward(nil, nil)
 }
 
 // Last moves to the last visible user key < UpperBound.
@@ -45,7 +45,7 @@ func (i *Iter) SeekGE(ukey []byte) bool {
 		return i.stopped(atEnd)
 	}
 	i.skipped = false
-	return i.findNext(i.inner.SeekGE(i.seekKey(ukey, i.seq)), false)
+	return i.findNext(i.seekForward(ukey, i.seekKey(ukey, i.seq)), false)
 }
 
 // SeekLT moves to the last visible user key < ukey, clamped to the bounds.

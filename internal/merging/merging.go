@@ -231,6 +231,48 @@ func (m *Iter) step(o op) bool {
 	return n > 0
 }
 
+// Lift raises the seek key of the sources from index From on to Key (see
+// SeekGELifted).
+type Lift struct {
+	From int
+	Key  []byte
+}
+
+// SeekGELifted is SeekGE (First if key is nil) where the sources from a
+// lift's From on seek the lift's Key instead, when it is larger: the caller
+// knows their entries between the two are deleted (see dbiter's range
+// deletions). As with SkipForward, the caller must not then turn around
+// with Prev, but seek.
+func (m *Iter) SeekGELifted(key []byte, lifts []Lift) bool {
+	if m.state >= failed {
+		return false
+	}
+	m.state = forward
+	m.heap = m.heap[:0]
+	for i := range m.srcs {
+		s := &m.srcs[i]
+		target := key
+		for _, l := range lifts {
+			if l.From <= i && (target == nil || ikey.Compare(l.Key, target) > 0) {
+				target = l.Key
+			}
+		}
+		o := opSeekGE
+		if target == nil {
+			o = opFirst
+		}
+		if s.do(o, target) {
+			m.heap = append(m.heap, s)
+		} else if err := s.it.Err(); err != nil {
+			return m.fail(err)
+		}
+	}
+	for i := len(m.heap)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
+	return len(m.heap) > 0
+}
+
 // SkipForward moves each source from index from on that stands at an
 // entry below key to its first entry >= key, while moving forward (it does
 // nothing otherwise), and reports whether the iterator stands at an entry.

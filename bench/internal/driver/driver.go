@@ -104,7 +104,7 @@ func (d *driver) job(ctx context.Context, w worker.Workload, store string, pass 
 		spec.CPUProfile = filepath.Join(d.cfg.CPUProfiles, fmt.Sprintf("%s-%s-%d.pprof", w.Name, store, pass+1))
 	}
 	switch w.Prepare {
-	case worker.FillRandom:
+	case worker.FillRandom, worker.FillLog:
 		prep := spec
 		prep.Phase, prep.CPUProfile = worker.PhasePrepare, ""
 		_, _, _, err = d.runWorker(ctx, prep)

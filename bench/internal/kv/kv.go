@@ -110,3 +110,10 @@ type Txner interface {
 	// returns how many were found.
 	View(a, b []byte) (found int, err error)
 }
+
+// RangeDeleter is implemented by the stores with a range deletion that is
+// one write (shale, Pebble), for the range-deletion workloads.
+type RangeDeleter interface {
+	// DeleteRange deletes the keys in [start, end), unsynced.
+	DeleteRange(start, end []byte) error
+}

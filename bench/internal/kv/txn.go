@@ -3,16 +3,27 @@ package kv
 import (
 	"errors"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/dgraph-io/badger/v4"
 	"github.com/shale-db/shale"
 	bolt "go.etcd.io/bbolt"
 )
 
 var (
-	_ Txner = shaleStore{}
-	_ Txner = badgerStore{}
-	_ Txner = (*bboltStore)(nil)
+	_ RangeDeleter = shaleStore{}
+	_ RangeDeleter = pebbleStore{}
+	_ Txner        = shaleStore{}
+	_ Txner        = badgerStore{}
+	_ Txner        = (*bboltStore)(nil)
 )
+
+func (s shaleStore) DeleteRange(start, end []byte) error {
+	return s.db.DeleteRange(start, end, shale.NoSync)
+}
+
+func (s pebbleStore) DeleteRange(start, end []byte) error {
+	return s.db.DeleteRange(start, end, pebble.NoSync)
+}
 
 func (s shaleStore) ReadModifyWrite(a, b, va, vb []byte, sync bool) (bool, error) {
 	tx := s.db.NewTransaction()

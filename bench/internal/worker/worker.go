@@ -141,7 +141,7 @@ func run(s Spec, stdout io.Writer) error {
 }
 
 func prepare(e *env, w Workload) error {
-	if w.Prepare != FillRandom {
+	if w.Prepare != FillRandom && w.Prepare != FillLog {
 		return errorf("%s has no prepare phase", w.Name)
 	}
 	db, err := kv.Open(e.store, e.dir, kv.Config{})
@@ -149,7 +149,12 @@ func prepare(e *env, w Workload) error {
 		return err
 	}
 	e.db = db
-	if err := e.fill(e.n, e.keys(streamFill), false, false); err != nil {
+	fill := func() error { return e.fill(e.n, e.keys(streamFill), false, false) }
+	if w.Prepare == FillLog {
+		// n entries of a log, then a tail of n/10 that stays.
+		fill = func() error { return e.fill(e.n+e.n/10, func(i int) uint64 { return uint64(i) }, false, false) }
+	}
+	if err := fill(); err != nil {
 		db.Close()
 		return err
 	}

@@ -23,6 +23,8 @@ const (
 	FillRandom
 	// Crash: n/2 random puts, then the process is killed with SIGKILL.
 	Crash
+	// FillLog: n + n/10 puts in key order (a log), then Close.
+	FillLog
 )
 
 // Workload is one of the benchmark's workloads.
@@ -110,6 +112,15 @@ var Workloads = []Workload{
 	{Name: "txn-view", Doc: "n/2 read-only transactions of two random Gets, one goroutine; after fillrandom",
 		Prepare: FillRandom, Unit: "txns/s", Reads: true, Stores: []string{"shale", "badger", "bbolt"},
 		run: (*env).txnView},
+	{Name: "delrange-first", Doc: "after a log of n + n/10 keys whose first n are deleted by one DeleteRange in this process: n/10 new iterators' First",
+		Prepare: FillLog, Unit: "firsts/s", Stores: []string{"shale", "pebble"},
+		run: func(e *env) error { return e.afterRangeDeletion(delFirst) }},
+	{Name: "delrange-seek", Doc: "the same deleted log: n/10 SeekGE to random deleted keys, each with a new iterator",
+		Prepare: FillLog, Unit: "seeks/s", Stores: []string{"shale", "pebble"},
+		run: func(e *env) error { return e.afterRangeDeletion(delSeek) }},
+	{Name: "delrange-get", Doc: "the same deleted log: n/10 Gets of random deleted keys",
+		Prepare: FillLog, Unit: "gets/s", Stores: []string{"shale", "pebble"},
+		run: func(e *env) error { return e.afterRangeDeletion(delGet) }},
 	{Name: "recovery", Doc: "Open and one Get after n/2 random puts ended by SIGKILL", Prepare: Crash,
 		Unit: "opens/s", Reads: true, TimesOpen: true, run: (*env).recovery},
 }
@@ -466,5 +477,66 @@ func (e *env) txnView() error {
 	e.res.Seconds = time.Since(start).Seconds()
 	// Found is per Get, as readrandom's: two a transaction.
 	e.res.Ops, e.res.Found = int64(count), found/2
+	return nil
+}
+
+// The reads of the range-deletion workloads.
+const (
+	delFirst = iota
+	delSeek
+	delGet
+)
+
+// afterRangeDeletion deletes the first n keys of a FillLog database with
+// one range deletion, then times n/10 reads of the kind given, each of
+// which must land past the deleted range (or find nothing). The time the
+// DeleteRange call itself took is in Latency's max.
+func (e *env) afterRangeDeletion(kind int) error {
+	rd, ok := e.db.(kv.RangeDeleter)
+	if !ok {
+		return errorf("%s has no range deletion", e.store)
+	}
+	kb := make([]byte, gen.KeySize)
+	t0 := time.Now()
+	if err := rd.DeleteRange(gen.FormatKey(make([]byte, gen.KeySize), 0), gen.FormatKey(kb, uint64(e.n))); err != nil {
+		return err
+	}
+	e.lat.Record(time.Since(t0))
+	firstLive := string(gen.FormatKey(kb, uint64(e.n)))
+	keys := gen.NewKeys(e.n, e.seed, streamRead)
+	count := max(e.n/10, 1)
+	start := time.Now()
+	for range count {
+		switch kind {
+		case delGet:
+			_, found, err := e.db.Get(gen.FormatKey(kb, keys.Next()))
+			if err != nil {
+				return err
+			}
+			if found {
+				return errorf("a deleted key was found")
+			}
+		default:
+			it, err := e.db.NewIter()
+			if err != nil {
+				return err
+			}
+			var ok bool
+			if kind == delFirst {
+				ok = it.First()
+			} else {
+				ok = it.SeekGE(gen.FormatKey(kb, keys.Next()))
+			}
+			if !ok || string(it.Key()) != firstLive {
+				it.Close()
+				return errorf("the read did not land on the first live key %s", firstLive)
+			}
+			if err := it.Close(); err != nil {
+				return err
+			}
+		}
+	}
+	e.res.Seconds = time.Since(start).Seconds()
+	e.res.Ops = int64(count)
 	return nil
 }
