@@ -2,6 +2,7 @@ package shale_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -180,5 +181,70 @@ func BenchmarkNewIterSeek10(b *testing.B) {
 		if err := it.Close(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkDeleteRangeReads: First, SeekGE into the range and Get of a
+// deleted key, on a database whose first 200,000 keys (a truncated log)
+// were deleted by one DeleteRange before any compaction ("deleted"), and
+// on one that never held them ("absent"); the goal is that the
+// first costs about what the second does. DeleteRangeCall times the call
+// itself (NoSync): one small write however many keys it covers.
+func BenchmarkDeleteRangeReads(b *testing.B) {
+	const deleted, live = 200_000, 20_000
+	key := func(i int) []byte { return fmt.Appendf(nil, "log/%016d", i) }
+	val := make([]byte, 100)
+	for _, mode := range []string{"deleted", "absent"} {
+		db, _ := openDB(b, nil)
+		from := 0
+		if mode == "absent" {
+			from = deleted
+		}
+		for i := from; i < deleted+live; i++ {
+			if err := db.Put(key(i), val, shale.NoSync); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if mode == "deleted" {
+			if err := db.DeleteRange(key(0), key(deleted), shale.NoSync); err != nil {
+				b.Fatal(err)
+			}
+		}
+		first := string(key(deleted))
+		b.Run(mode+"/First", func(b *testing.B) {
+			for range b.N {
+				it := db.NewIterator(nil)
+				if !it.First() || string(it.Key()) != first {
+					b.Fatalf("First at %q", it.Key())
+				}
+				it.Close()
+			}
+		})
+		b.Run(mode+"/SeekGE", func(b *testing.B) {
+			for i := range b.N {
+				it := db.NewIterator(nil)
+				if !it.SeekGE(key(i*7919%deleted)) || string(it.Key()) != first {
+					b.Fatalf("SeekGE at %q", it.Key())
+				}
+				it.Close()
+			}
+		})
+		b.Run(mode+"/Get", func(b *testing.B) {
+			for i := range b.N {
+				if _, err := db.Get(key(i * 7919 % deleted)); !errors.Is(err, shale.ErrNotFound) {
+					b.Fatalf("Get of a deleted key: %v", err)
+				}
+			}
+		})
+		if mode == "deleted" {
+			b.Run("DeleteRangeCall", func(b *testing.B) {
+				for range b.N {
+					if err := db.DeleteRange(key(0), key(deleted), shale.NoSync); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+		db.Close()
 	}
 }

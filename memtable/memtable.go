@@ -174,11 +174,10 @@ type Memtable struct {
 	mu struct {
 		sync.RWMutex
 		idx index
-		// tombs are the range deletions applied, kept apart from the
-		// point entries (see RangeDels).
-		tombs []rangedel.Tombstone
 	}
-	// rdels is tombs fragmented, replaced whole at each range deletion.
+	// rdels holds the range deletions applied, fragmented, apart from
+	// the point entries; each batch with one replaces it (see
+	// RangeDels).
 	rdels atomic.Pointer[rangedel.Spans]
 	size  atomic.Int64
 	n     atomic.Int64
@@ -321,8 +320,12 @@ func (m *Memtable) Apply(repr []byte, seq uint64) error {
 		m.insertLocked(e, &d)
 	}
 	if len(tombs) > 0 {
-		m.mu.tombs = append(m.mu.tombs, tombs...)
-		spans := rangedel.Fragment(m.mu.tombs)
+		// Applied in sequence order: each is newer than every one
+		// before, and only the spans it overlaps are rebuilt.
+		spans := m.RangeDels()
+		for _, t := range tombs {
+			spans = spans.AddNewest(t)
+		}
 		m.rdels.Store(&spans)
 		for _, t := range tombs {
 			d.size += int64(len(t.Start) + len(t.End) + entryOverhead)

@@ -218,3 +218,51 @@ func (s Spans) Filter(keep func(seq uint64) bool) Spans {
 	}
 	return out.merged()
 }
+
+// AddNewest returns the spans with t added, where t is newer than every
+// deletion in s (as a memtable applies them, in sequence order). It
+// touches only the spans t overlaps: the others are shared with s, whose
+// spans it does not modify.
+func (s Spans) AddNewest(t Tombstone) Spans {
+	if bytes.Compare(t.Start, t.End) >= 0 {
+		return s
+	}
+	// s[i:j] are the spans that overlap [t.Start, t.End).
+	i, _ := slices.BinarySearchFunc(s, t.Start, func(sp Span, k []byte) int {
+		if bytes.Compare(sp.End, k) <= 0 {
+			return -1
+		}
+		return 1
+	})
+	j, _ := slices.BinarySearchFunc(s, t.End, func(sp Span, k []byte) int {
+		if bytes.Compare(sp.Start, k) < 0 {
+			return -1
+		}
+		return 1
+	})
+	out := make(Spans, 0, len(s)+3)
+	out = append(out, s[:i]...)
+	with := func(seqs []uint64) []uint64 { return append([]uint64{t.Seq}, seqs...) }
+	at := t.Start // the part of t not yet placed starts here
+	for _, sp := range s[i:j] {
+		if bytes.Compare(sp.Start, at) < 0 {
+			// sp starts before t: its head keeps its deletions.
+			out = append(out, Span{Start: sp.Start, End: at, Seqs: sp.Seqs})
+			sp.Start = at
+		} else if bytes.Compare(at, sp.Start) < 0 {
+			out = append(out, Span{Start: at, End: sp.Start, Seqs: []uint64{t.Seq}}) // a gap
+		}
+		if bytes.Compare(sp.End, t.End) > 0 {
+			out = append(out, Span{Start: sp.Start, End: t.End, Seqs: with(sp.Seqs)},
+				Span{Start: t.End, End: sp.End, Seqs: sp.Seqs})
+			at = sp.End
+			continue
+		}
+		out = append(out, Span{Start: sp.Start, End: sp.End, Seqs: with(sp.Seqs)})
+		at = sp.End
+	}
+	if bytes.Compare(at, t.End) < 0 {
+		out = append(out, Span{Start: at, End: t.End, Seqs: []uint64{t.Seq}})
+	}
+	return append(out, s[j:]...)
+}

@@ -126,3 +126,25 @@ func TestTruncateAndFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestAddNewest: adding deletions one at a time, each newer than the
+// last, gives what fragmenting them all at once gives.
+func TestAddNewest(t *testing.T) {
+	for trial := range 500 {
+		r := rand.New(rand.NewPCG(uint64(trial), 3))
+		ts := randomTombstones(r, r.IntN(15))
+		var s Spans
+		for i := range ts {
+			ts[i].Seq = uint64(i + 1)
+			s = s.AddNewest(ts[i])
+			checkInvariants(t, s)
+		}
+		for _, k := range probes() {
+			for seq := uint64(0); seq <= 16; seq++ {
+				if got, want := s.DeletedAt(k, seq), naiveDeletedAt(ts, k, seq); got != want {
+					t.Fatalf("trial %d: key %q seq %d: %d, want %d (tombstones %v, spans %v)", trial, k, seq, got, want, ts, s)
+				}
+			}
+		}
+	}
+}
