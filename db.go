@@ -9,7 +9,18 @@
 // Compact merges tables.
 //
 // A *DB and a *Snapshot are safe for concurrent use by many goroutines. A
-// Batch or an Iterator is used by one goroutine at a time.
+// Batch, an Iterator or a Transaction is used by one goroutine at a time.
+//
+// # Range deletions and LevelDB
+//
+// A range deletion (DB.DeleteRange, Batch.DeleteRange) is a record LevelDB
+// and goleveldb cannot read: they would show the keys it deletes. A
+// directory whose logs or tables may hold one is marked (its MANIFEST
+// names the comparator "shale.BytewiseComparator+RangeDeletions"), and both
+// refuse to open it. The mark goes on, synced, before the first such WAL
+// record is written, and comes off (a new MANIFEST without it) once
+// compaction has dropped the last one; Metrics.Marked says which. A
+// directory that never held a range deletion is LevelDB's byte for byte.
 package shale
 
 import (

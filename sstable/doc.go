@@ -77,6 +77,29 @@
 // metaindex names "filter.leveldb.BuiltinBloomFilter" (goleveldb, and old
 // LevelDB whose hash mishandled bytes >= 0x80) are read without a filter.
 //
+// Range deletions (shale's, RocksDB's block; part of the format): a table
+// that holds any has a range-deletion block, named in the metaindex by
+// "rocksdb.range_del" (RangeDelMetaKey), in the data blocks' layout with a
+// restart interval of 1. Each entry maps the internal key (start, seq,
+// ikey.KindRangeDelete = 15) to the end key: the user keys in [start, end)
+// below seq are deleted. The ranges are fragmented (two entries' ranges
+// coincide or do not overlap), in internal-key order:
+//
+//	key (start#seq,kind)    value (end)
+//	+-------------------+   +-----+
+//	| b#9,RANGEDEL      |-->| d   |   [b, d) deleted at 9 ...
+//	| b#4,RANGEDEL      |-->| d   |   ... and at 4
+//	| d#4,RANGEDEL      |-->| f   |   [d, f) deleted at 4
+//	+-------------------+   +-----+
+//
+// The table's smallest key then covers the first start (first start, its
+// newest seq, RANGEDEL) and its largest the last end as (end, MaxSeq,
+// RANGEDEL), which sorts before every entry of the end key: the end is
+// exclusive (ikey.IsRangeEnd). LevelDB and goleveldb skip a metaindex name
+// they do not know and would read such a table as if nothing were deleted:
+// a directory with one is marked so that both refuse it (see the shale
+// package).
+//
 // Footer (FooterLen = 48): the metaindex handle and the index handle as
 // varints, zero-padded to 40 bytes, then Magic 0xdb4775248b80fb57 as
 // fixed64 LE.
