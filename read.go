@@ -240,9 +240,27 @@ func (db *DB) newIterator(o *IterOptions, snap *Snapshot) *Iterator {
 		return &Iterator{err: rd.err, closed: true}
 	}
 	if all := rd.all(); all != nil {
-		a.dbi.SetRangeDels(all, rd.classes)
+		a.dbi.SetRangeDels(all, rd.classes, tablesFloor(rs.v, lower, upper))
 	}
 	return &Iterator{it: &a.dbi, alloc: a}
+}
+
+// tablesFloor returns the smallest user key of the tables an iterator
+// within [lower, upper) reads (nil if none).
+func tablesFloor(v *manifest.Version, lower, upper []byte) []byte {
+	var floor []byte
+	for level := range manifest.NumLevels {
+		files := v.Overlaps(level, lower, upper)
+		if level > 0 && len(files) > 0 {
+			files = files[:1] // sorted: the first holds the level's smallest
+		}
+		for _, f := range files {
+			if k := ikey.UserKey(f.Smallest); floor == nil || bytes.Compare(k, floor) < 0 {
+				floor = k
+			}
+		}
+	}
+	return floor
 }
 
 // rangeDelCollector gathers an iterator's range deletions by source class

@@ -73,6 +73,7 @@ type Iter struct {
 	rdClasses []RangeDelClass
 	skipped   bool
 	lifts     []merging.Lift
+	floor     []byte
 }
 
 // RangeDelClass is the range deletions of one class of sources (the
@@ -107,6 +108,13 @@ func (i *Iter) seekForward(ukey, seek []byte) bool {
 		}
 		return i.inner.SeekGE(seek)
 	}
+	if ukey == nil {
+		// First: the sources a class may skip hold no key below floor,
+		// so a deletion covering floor covers their first keys.
+		if ukey = i.floor; ukey == nil {
+			return i.inner.First()
+		}
+	}
 	i.lifts = i.lifts[:0]
 	for _, c := range i.rdClasses {
 		j := c.Spans.Find(ukey)
@@ -126,10 +134,12 @@ func (i *Iter) seekForward(ukey, seek []byte) bool {
 }
 
 // SetRangeDels gives the iterator the range deletions of its sources: all,
-// fragmented together, and by class. Call it after Init, before the first
-// positioning call; the spans must not change.
-func (i *Iter) SetRangeDels(all rangedel.Spans, classes []RangeDelClass) {
-	i.rdels, i.rdClasses = all, classes
+// fragmented together, and by class; and floor, a user key at or below
+// every key of the sources any class may skip (nil if unknown). Call it
+// after Init, before the first positioning call; the spans must not
+// change.
+func (i *Iter) SetRangeDels(all rangedel.Spans, classes []RangeDelClass, floor []byte) {
+	i.rdels, i.rdClasses, i.floor = all, classes, floor
 }
 
 // coveredAt reports whether the version of ukey with sequence number seq
