@@ -304,7 +304,7 @@ func (db *DB) firstSeq(num uint64) (seq uint64, ok bool, err error) {
 		if err != nil {
 			return 0, false, markCorruption(errors.Wrapf(err, "shale: read log %s", filepath.Base(name)))
 		}
-		if n, verr := batchrepr.Validate(rec); verr == nil && n > 0 {
+		if n, verr := batchrepr.ValidateCommitted(rec); verr == nil && n > 0 {
 			return batchrepr.Seq(rec), true, nil
 		}
 	}
@@ -380,7 +380,7 @@ func (db *DB) onDamage(lr *LogRecovery, name string) (stop bool, err error) {
 // whose checksum held but whose batch is malformed is damage like any
 // other.
 func (db *DB) replayRecord(res *replayResult, lr *LogRecovery, rec []byte, off int64) (stop bool, err error) {
-	n, err := batchrepr.Validate(rec)
+	n, err := batchrepr.ValidateCommitted(rec)
 	if err != nil {
 		lr.Drops = append(lr.Drops, wal.Drop{Offset: off, Bytes: int64(len(rec)), Reason: fmt.Sprintf("malformed batch: %v", err)})
 		return db.onDamage(lr, filename.Make(db.dir, filename.Log, lr.FileNum))

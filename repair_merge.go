@@ -63,7 +63,7 @@ func (t *repairTable) finish() (*manifest.FileMeta, error) {
 
 // replayRecord applies one WAL record to mem; a malformed batch is a drop.
 func (r *repairer) replayRecord(lr *LogRepair, mem *memtable.Memtable, rec []byte, off int64) error {
-	n, err := batchrepr.Validate(rec)
+	n, err := batchrepr.ValidateCommitted(rec)
 	if err != nil {
 		lr.Drops = append(lr.Drops, wal.Drop{File: lr.Name, Offset: off, Bytes: int64(len(rec)),
 			Reason: fmt.Sprintf("malformed batch: %v", err)})

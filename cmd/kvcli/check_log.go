@@ -127,7 +127,7 @@ func (ck *checker) checkLogs(nums []uint64, vs *versionState) {
 func (ck *checker) checkLog(num uint64, live, newest bool) {
 	name := filename.Name(filename.Log, num)
 	n := ck.readLog(name, func(rec []byte, off int64) {
-		if _, err := batchrepr.Validate(rec); err != nil {
+		if _, err := batchrepr.ValidateCommitted(rec); err != nil {
 			ck.damage(name, off, "malformed batch: %v", err)
 		}
 	}, func(d wal.Drop) {

@@ -146,3 +146,25 @@ func Validate(repr []byte) (count uint32, err error) {
 	}
 	return r.count, nil
 }
+
+// ValidateCommitted is Validate for a batch that went through a commit (a
+// WAL record): a range deletion there always has an end (the commit gives
+// one to a Batch's open-ended deletion), so one without is damage too.
+func ValidateCommitted(repr []byte) (count uint32, err error) {
+	count, err = Validate(repr)
+	if err != nil {
+		return 0, err
+	}
+	r := Reader{repr: repr}
+	r.init()
+	for {
+		kind, _, v, ok := r.Next()
+		if !ok {
+			break
+		}
+		if kind == ikey.KindRangeDelete && len(v) == 0 {
+			return 0, corrupt(fmt.Sprintf("range deletion in entry %d has no end", r.n-1), r.off)
+		}
+	}
+	return count, nil
+}
