@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/shale-db/shale"
 )
@@ -163,4 +164,44 @@ func TestDeleteRangeReclaimsSpace(t *testing.T) {
 		t.Fatalf("still marked:\n%s\n%+v", m, st.Tables)
 	}
 	t.Logf("%d keys: %d bytes, then %d (%.2f%%)", n, before, after, 100*float64(after)/float64(before))
+}
+
+// TestDeleteRangeReclaimsSpaceIdle: without a manual Compact, automatic
+// compaction gives the space of a range deletion back within a minute of
+// idleness, as it does for point deletions: under 5% of the directory is
+// left, and the mark is off.
+func TestDeleteRangeReclaimsSpaceIdle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for idle compactions")
+	}
+	db, dir := openDB(t, nil)
+	const n = 400_000
+	rng := rand.New(rand.NewPCG(3, 4))
+	val := make([]byte, 100)
+	for i := range n {
+		for j := range val {
+			val[j] = byte(rng.Uint32())
+		}
+		if err := db.Put(fmt.Appendf(nil, "key%08d", i), val, shale.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := dirSize(t, dir)
+	if err := db.DeleteRange(nil, nil, shale.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for {
+		after := dirSize(t, dir)
+		m := db.Metrics()
+		if after*20 <= before && !m.Marked {
+			t.Logf("%d bytes, then %d (%.2f%%) %v after the range deletion, unmarked", before, after,
+				100*float64(after)/float64(before), time.Since(start).Round(100*time.Millisecond))
+			return
+		}
+		if time.Since(start) > time.Minute {
+			t.Fatalf("a minute after the range deletion: %d bytes of %d, marked %v\n%s", after, before, m.Marked, m)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
