@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/shale-db/shale/internal/batchrepr"
+	"github.com/shale-db/shale/internal/ikey"
 )
 
 // Batch is a sequence of puts and deletes that Write applies atomically:
@@ -72,5 +73,49 @@ func (b *Batch) Reset() {
 	b.rangeDels, b.openEnds = 0, 0
 }
 
-// size returns the encoded size of the batch in bytes.
-func (b *Batch) size() int { return len(b.repr) }
+// Size returns the encoded size of the batch in bytes: what its WAL
+// record will take, before the log's own framing.
+func (b *Batch) Size() int { return len(b.repr) }
+
+// BatchOp is the kind of one entry of a Batch, as Visit reports it.
+type BatchOp int
+
+const (
+	// BatchPut sets a key to a value.
+	BatchPut BatchOp = iota
+	// BatchDelete deletes a key.
+	BatchDelete
+	// BatchDeleteRange deletes the keys in [key, value); a nil value is
+	// a range with no end.
+	BatchDeleteRange
+)
+
+// Visit calls fn on each entry of the batch, in order, and stops at the
+// first error fn returns. For a BatchDelete value is nil; for a
+// BatchDeleteRange key is the start and value the end (nil: no end). The
+// slices alias the batch: they are valid until the batch changes.
+func (b *Batch) Visit(fn func(op BatchOp, key, value []byte) error) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	r := batchrepr.NewReader(b.repr)
+	for {
+		kind, k, v, ok := r.Next()
+		if !ok {
+			return r.Err()
+		}
+		op := BatchPut
+		switch kind {
+		case ikey.KindDelete:
+			op, v = BatchDelete, nil
+		case ikey.KindRangeDelete:
+			op = BatchDeleteRange
+			if len(v) == 0 {
+				v = nil
+			}
+		}
+		if err := fn(op, k, v); err != nil {
+			return err
+		}
+	}
+}
