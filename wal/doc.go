@@ -60,4 +60,32 @@
 // block; when exactly 7 bytes remain, a record other than the empty one
 // begins with a FIRST fragment of zero payload bytes that fills them. Type 0
 // with length 0 marks zeroed (preallocated) space.
+//
+// # Packed and compressed records (shale's)
+//
+// The format's own document names two shortcomings, no packing of tiny
+// records and no compression, and says each could be fixed by new record
+// types. A Writer given PackSmallRecords or CompressRecords writes these;
+// a Reader reads them without being told, and without the options a
+// Writer writes LevelDB's bytes exactly. The numbers avoid 5 to 12, which
+// RocksDB and Pebble use for types of their own. Part of the format:
+//
+//	type 13 PACKED          one fragment, never split, holding whole records:
+//	                        +--------+---------+--------+---------+-----+
+//	                        | uvarint| record 0| uvarint| record 1| ... |
+//	                        | len 0  |         | len 1  |         |     |
+//	                        +--------+---------+--------+---------+-----+
+//	type 14 PACKED-SNAPPY   PACKED whose payload is snappy-compressed
+//	type 16 SNAPPY-FULL     FULL whose record is snappy-compressed
+//	type 17 SNAPPY-FIRST    FIRST of a record whose fragments, joined (this
+//	                        one, then MIDDLE and LAST as usual), are
+//	                        snappy-compressed
+//
+// Each record of a pack starts, for offsets and ranges, where the pack's
+// header starts; a damaged pack loses its records, all of them in its
+// block. The checksum covers the stored (compressed) bytes; a decoded
+// length is bounded (24 times the stored bytes) before anything is
+// allocated, and a payload that does not decode is damage. LevelDB's
+// reader drops fragments of a type it does not know, and the MIDDLE and
+// LAST fragments after one.
 package wal

@@ -27,9 +27,41 @@ const (
 	MiddleType RecordType = 3
 	// LastType is the final fragment of a split record.
 	LastType RecordType = 4
+
+	// The types below are shale's, written only by a Writer given
+	// PackSmallRecords or CompressRecords. They avoid 5 to 12, which
+	// RocksDB and Pebble use for fragment types of their own, so that
+	// their readers report them as unknown rather than misread them;
+	// LevelDB's reader drops a fragment of a type it does not know. Part
+	// of the format; do not change.
+
+	// PackedType is a fragment holding several whole records: each is a
+	// uvarint length and that many bytes. A pack is never split: it lies
+	// in one block.
+	PackedType RecordType = 13
+	// PackedSnappyType is PackedType with its payload compressed with
+	// snappy (the block format of github.com/golang/snappy).
+	PackedSnappyType RecordType = 14
+	// SnappyFullType is FullType whose record is snappy-compressed.
+	SnappyFullType RecordType = 16
+	// SnappyFirstType is FirstType whose record (this fragment's payload
+	// and the MIDDLE and LAST fragments that follow, joined) is
+	// snappy-compressed.
+	SnappyFirstType RecordType = 17
 )
 
-// String returns "FULL", "FIRST", "MIDDLE", "LAST", "ZERO", or "TYPE(n)".
+// startsRecord reports whether a fragment of type t starts a record (or a
+// pack of them).
+func startsRecord(t RecordType) bool {
+	switch t {
+	case FullType, FirstType, PackedType, PackedSnappyType, SnappyFullType, SnappyFirstType:
+		return true
+	}
+	return false
+}
+
+// String returns "FULL", "FIRST", "MIDDLE", "LAST", "ZERO", "PACKED",
+// "PACKED-SNAPPY", "SNAPPY-FULL", "SNAPPY-FIRST", or "TYPE(n)".
 func (t RecordType) String() string {
 	switch t {
 	case ZeroType:
@@ -42,6 +74,14 @@ func (t RecordType) String() string {
 		return "MIDDLE"
 	case LastType:
 		return "LAST"
+	case PackedType:
+		return "PACKED"
+	case PackedSnappyType:
+		return "PACKED-SNAPPY"
+	case SnappyFullType:
+		return "SNAPPY-FULL"
+	case SnappyFirstType:
+		return "SNAPPY-FIRST"
 	}
 	return "TYPE(" + strconv.Itoa(int(t)) + ")"
 }
@@ -60,7 +100,7 @@ func checksum(b []byte) uint32 {
 }
 
 // typeCRC[t] is the CRC-32C of the type byte t alone.
-var typeCRC = func() (c [LastType + 1]uint32) {
+var typeCRC = func() (c [256]uint32) {
 	for t := range c {
 		c[t] = crc32.Checksum([]byte{byte(t)}, castagnoli)
 	}

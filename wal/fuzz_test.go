@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/golang/snappy"
 	"github.com/shale-db/shale/wal"
 )
 
@@ -35,6 +36,17 @@ func FuzzReader(f *testing.F) {
 	}
 	f.Add(make([]byte, 40))
 	f.Add(append(encodeFragment(wal.FirstType, []byte("ab")), encodeFragment(wal.LastType, []byte("cd"))...))
+	// Logs with shale's packed and compressed types, from the Writer.
+	for name, opts := range optionSets {
+		_, _, log := optLog(f, rand.New(rand.NewPCG(11, uint64(len(name)))), 12, opts)
+		f.Add(log)
+		bad := bytes.Clone(log)
+		bad[rng.IntN(len(bad))] ^= 0x5a
+		f.Add(bad)
+		f.Add(log[:len(log)-3])
+	}
+	f.Add(encodeFragment(wal.PackedType, []byte{2, 'a', 'b', 9, 'x'})) // a malformed pack
+	f.Add(encodeFragment(wal.SnappyFullType, []byte{0xff, 0xff, 0xff, 0xff, 0x0f, 0}))
 	f.Fuzz(func(t *testing.T, log []byte) {
 		res := readLog(log)
 		if res.err != io.EOF {
@@ -44,8 +56,8 @@ func FuzzReader(f *testing.F) {
 			if err := verifyChain(log, res.offs[i], rec); err != nil {
 				t.Fatalf("record %d at %d: %v", i, res.offs[i], err)
 			}
-			if i > 0 && res.offs[i] <= res.offs[i-1] {
-				t.Fatalf("record offsets not increasing: %v", res.offs)
+			if i > 0 && res.offs[i] < res.offs[i-1] {
+				t.Fatalf("record offsets decreasing: %v", res.offs)
 			}
 		}
 		for _, d := range res.drops {
@@ -70,9 +82,12 @@ func FuzzReader(f *testing.F) {
 }
 
 // verifyChain checks, independently of the Reader, that rec is the payload
-// of consecutive checksum-verified fragments of log starting at off.
+// of consecutive checksum-verified fragments of log starting at off (FULL,
+// or FIRST MIDDLE* LAST), decompressed if the first is a SNAPPY type, or
+// one of the records of the pack there.
 func verifyChain(log []byte, off int64, rec []byte) error {
 	var got []byte
+	var firstType wal.RecordType
 	pos := off
 	for first := true; ; first = false {
 		if room := bs - pos%bs; room < wal.HeaderSize {
@@ -93,15 +108,40 @@ func verifyChain(log []byte, off int64, rec []byte) error {
 		if binary.LittleEndian.Uint32(h) != maskedCRC(h[6:wal.HeaderSize+n]) {
 			return fmt.Errorf("fragment at %d: checksum mismatch", pos)
 		}
-		if ok := first == (typ == wal.FullType || typ == wal.FirstType); !ok ||
-			typ < wal.FullType || typ > wal.LastType {
+		starts := typ == wal.FullType || typ == wal.FirstType || typ == wal.PackedType ||
+			typ == wal.PackedSnappyType || typ == wal.SnappyFullType || typ == wal.SnappyFirstType
+		if first != starts || !first && typ != wal.MiddleType && typ != wal.LastType {
 			return fmt.Errorf("fragment at %d: type %v out of place", pos, typ)
+		}
+		if first {
+			firstType = typ
 		}
 		got = append(got, h[wal.HeaderSize:wal.HeaderSize+n]...)
 		pos += wal.HeaderSize + n
-		if typ == wal.FullType || typ == wal.LastType {
+		if typ != wal.FirstType && typ != wal.SnappyFirstType && typ != wal.MiddleType {
 			break
 		}
+	}
+	switch firstType {
+	case wal.SnappyFullType, wal.SnappyFirstType, wal.PackedSnappyType:
+		dec, err := snappy.Decode(nil, got)
+		if err != nil {
+			return fmt.Errorf("compressed payload: %v", err)
+		}
+		got = dec
+	}
+	if firstType == wal.PackedType || firstType == wal.PackedSnappyType {
+		for len(got) > 0 {
+			l, w := binary.Uvarint(got)
+			if w <= 0 || l > uint64(len(got)-w) {
+				return fmt.Errorf("malformed pack")
+			}
+			if bytes.Equal(got[w:w+int(l)], rec) {
+				return nil
+			}
+			got = got[w+int(l):]
+		}
+		return fmt.Errorf("record not in the pack")
 	}
 	if !bytes.Equal(got, rec) {
 		return fmt.Errorf("payload differs: %d bytes, record has %d", len(got), len(rec))

@@ -49,10 +49,11 @@ func readLog(log []byte, opts ...wal.ReaderOption) result {
 }
 
 // collect reads r to its end into res. limit bounds the number of records:
-// every record takes at least HeaderSize bytes of a log of limit bytes.
+// every record takes at least one byte of a log of limit bytes (a packed
+// one; others a header's HeaderSize).
 func collect(r *wal.Reader, res *result, limit int) {
 	for n := 0; ; n++ {
-		if n > limit/wal.HeaderSize+1 {
+		if n > limit+1 {
 			res.err = errors.New("too many records: reader loops")
 			return
 		}

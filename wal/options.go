@@ -32,3 +32,31 @@ func Strict() ReaderOption {
 func OnDrop(f func(Drop)) ReaderOption {
 	return func(o *readerOptions) { o.onDrop = f }
 }
+
+// WriterOption configures a Writer; pass options to NewWriter or
+// NewWriterAt. Without options a Writer writes LevelDB's bytes exactly.
+type WriterOption func(*writerOptions)
+
+type writerOptions struct {
+	pack, compress bool
+}
+
+// PackSmallRecords makes the Writer put consecutive small records (of at
+// most MaxPackedRecord bytes) into one fragment of type PackedType: one
+// header and one checksum for them all, and about one byte more a record
+// (its length). A pack lies in one block; it ends when the next record
+// would not fit in what is left of the block, when a record too large to
+// pack comes, and at Flush, so that a flushed record can be read. A pack
+// of one record is written as a FULL fragment.
+func PackSmallRecords() WriterOption {
+	return func(o *writerOptions) { o.pack = true }
+}
+
+// CompressRecords makes the Writer store a record (or a pack) compressed
+// with snappy, as its own fragment type, when that saves at least an
+// eighth of its bytes (as tables decide); otherwise it is stored plain.
+// The checksum covers the stored bytes, so damage is caught before
+// decompression.
+func CompressRecords() WriterOption {
+	return func(o *writerOptions) { o.compress = true }
+}

@@ -1,9 +1,12 @@
 package wal
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/golang/snappy"
 )
 
 // Reader reads the records of a log. It handles damage as LevelDB's log
@@ -61,6 +64,10 @@ type Reader struct {
 	cutErr           error
 
 	rec     []byte // the fragmented record being assembled by Next
+	dec     []byte // a decompressed record or pack
+	// packed holds the records of the pack being handed out, in order,
+	// as slices of dec or of the pack's fragment.
+	packed  [][]byte
 	lastOff int64
 	err     error // sticky: io.EOF, a *CorruptionError (strict) or a read error
 	stream  stream
@@ -109,20 +116,110 @@ func newReader(r io.Reader, base, start, end int64, opts []ReaderOption) *Reader
 // Errors are sticky.
 func (r *Reader) Next() ([]byte, error) {
 	r.endStream()
+	if len(r.packed) > 0 {
+		return r.nextPacked(), nil
+	}
 	for r.startRecord() {
-		off := r.cur.off
-		if r.cur.typ == FullType {
+		off, span := r.cur.off, r.cur.span
+		switch r.cur.typ {
+		case FullType:
 			r.lastOff = off
 			return r.cur.data, nil
+		case SnappyFullType:
+			if rec, ok := r.decompress(r.cur.data, off, span); ok {
+				r.lastOff = off
+				return rec, nil
+			}
+			continue
+		case PackedType, PackedSnappyType:
+			if r.unpack(r.cur.typ, r.cur.data, off, span) {
+				r.lastOff = off
+				return r.nextPacked(), nil
+			}
+			continue
 		}
+		compressed := r.cur.typ == SnappyFirstType
 		r.beginFragmented()
 		r.rec = append(r.rec[:0], r.cur.data...)
-		if r.assemble() {
+		if !r.assemble() {
+			continue
+		}
+		if !compressed {
 			r.lastOff = off
 			return r.rec, nil
 		}
+		if rec, ok := r.decompress(r.rec, off, r.fragEnd-off); ok {
+			r.lastOff = off
+			return rec, nil
+		}
 	}
 	return nil, r.err
+}
+
+// nextPacked hands out the next record of the pack under way.
+func (r *Reader) nextPacked() []byte {
+	rec := r.packed[0]
+	r.packed[0] = nil
+	r.packed = r.packed[1:]
+	return rec
+}
+
+// maxExpansion bounds what a snappy payload may decode to, relative to
+// its size, before anything is allocated: snappy's densest encoding (a
+// 3-byte copy of 64 bytes) expands about 21 times.
+const maxExpansion = 24
+
+// decompress returns the snappy payload data of the record at [off,
+// off+span) decoded, or drops the record as damage (reporting it) and
+// returns false. The checksums have held, so this is damage the writer
+// made, or a foreign writer's.
+func (r *Reader) decompress(data []byte, off, span int64) ([]byte, bool) {
+	n, err := snappy.DecodedLen(data)
+	switch {
+	case err != nil:
+		r.report(off, span, "compressed record: "+err.Error(), false)
+		return nil, false
+	case n > maxExpansion*len(data)+64:
+		r.report(off, span, fmt.Sprintf("compressed record: %d bytes claim to decode to %d", len(data), n), false)
+		return nil, false
+	}
+	dec, err := snappy.Decode(r.dec[:cap(r.dec)], data)
+	if err != nil {
+		r.report(off, span, "compressed record: "+err.Error(), false)
+		return nil, false
+	}
+	r.dec = dec
+	return dec, true
+}
+
+// unpack splits the pack at [off, off+span) into r.packed, or drops it as
+// damage (reporting it) and returns false. An empty pack holds no record.
+func (r *Reader) unpack(t RecordType, data []byte, off, span int64) bool {
+	if t == PackedSnappyType {
+		dec, ok := r.decompress(data, off, span)
+		if !ok {
+			return false
+		}
+		data = dec
+	}
+	r.packed = r.packed[:0]
+	for len(data) > 0 {
+		n, w := binary.Uvarint(data)
+		if w <= 0 || n > uint64(len(data)-w) {
+			clear(r.packed)
+			r.packed = r.packed[:0]
+			r.report(off, span, fmt.Sprintf("pack: malformed record %d", len(r.packed)), false)
+			return false
+		}
+		end := w + int(n)
+		r.packed = append(r.packed, data[w:end:end])
+		data = data[end:]
+	}
+	if len(r.packed) == 0 {
+		r.report(off, span, "pack: no record", false)
+		return false
+	}
+	return true
 }
 
 // LastRecordOffset returns the offset in the log of the first fragment of
@@ -206,10 +303,10 @@ func (r *Reader) startRecord() bool {
 func (r *Reader) startFragment(p *phys) bool {
 	before := p.off < r.start
 	switch p.typ {
-	case FullType:
+	case FullType, SnappyFullType, PackedType, PackedSnappyType:
 		r.foreign = false
 		return !before
-	case FirstType:
+	case FirstType, SnappyFirstType:
 		r.foreign = before
 		return !before
 	case MiddleType, LastType:
@@ -259,7 +356,7 @@ func (r *Reader) continueRecord() ([]byte, contStatus) {
 				return p.data, contLast
 			}
 			return p.data, contMore
-		case FullType, FirstType:
+		case FullType, FirstType, SnappyFullType, SnappyFirstType, PackedType, PackedSnappyType:
 			r.unread = true // it starts the next record
 			if r.fragBytes == 0 {
 				// Old LevelDB writers could leave an empty FIRST at a

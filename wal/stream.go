@@ -1,6 +1,9 @@
 package wal
 
-import "io"
+import (
+	"bytes"
+	"io"
+)
 
 // NextReader returns a reader of the next record, for records too large to
 // hold in memory: it buffers one block, never the record. Its Read returns
@@ -13,7 +16,20 @@ import "io"
 // *CorruptionError at the first damage.
 func (r *Reader) NextReader() (io.Reader, error) {
 	r.endStream()
+	if len(r.packed) > 0 {
+		return bytes.NewReader(r.nextPacked()), nil
+	}
 	for r.startRecord() {
+		if t := r.cur.typ; t != FullType && t != FirstType {
+			// A compressed record or a pack is decoded whole: Next
+			// reads it.
+			r.unread = true
+			rec, err := r.Next()
+			if err != nil {
+				return nil, err
+			}
+			return bytes.NewReader(rec), nil
+		}
 		s := &r.stream
 		s.data, s.last = r.cur.data, r.cur.typ == FullType
 		off := r.cur.off

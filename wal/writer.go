@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/cockroachdb/errors"
+	"github.com/golang/snappy"
 )
 
 // Writer appends records to a log. It writes exactly the bytes LevelDB's
@@ -41,12 +42,31 @@ type Writer struct {
 	blockOff int64
 	// lastOff is the offset of the first header of the last record, or -1.
 	lastOff int64
+
+	opts writerOptions
+	// pack holds the entries of the pack under way (PackSmallRecords):
+	// packRecs records, to start at log offset packOff.
+	pack     []byte
+	packRecs int
+	packOff  int64
+	zbuf     []byte // compressed records are built here
 }
 
+// MaxPackedRecord is the largest record PackSmallRecords packs: past it,
+// the 7 bytes a header costs are under 0.7% of the record, and a record
+// that size would fill too much of a pack's block.
+const MaxPackedRecord = 1024
+
+// minCompressed is the smallest record CompressRecords tries to compress:
+// snappy cannot save an eighth of anything shorter.
+const minCompressed = 16
+
 // NewWriter returns a Writer that starts a new log at w's current position,
-// which counts as offset 0.
-func NewWriter(w io.Writer) *Writer {
-	return NewWriterAt(w, 0)
+// which counts as offset 0. Without options it writes LevelDB's bytes;
+// PackSmallRecords and CompressRecords add shale's fragment types, which
+// NewReader reads without being told.
+func NewWriter(w io.Writer, opts ...WriterOption) *Writer {
+	return NewWriterAt(w, 0, opts...)
 }
 
 // NewWriterAt returns a Writer that continues a log whose first size bytes
@@ -54,8 +74,11 @@ func NewWriter(w io.Writer) *Writer {
 // end). The position in the current block is size % BlockSize; when fewer
 // than HeaderSize bytes remain in that block, the next record first writes
 // the zero trailer. A negative size makes every method return an error.
-func NewWriterAt(w io.Writer, size int64) *Writer {
+func NewWriterAt(w io.Writer, size int64, opts ...WriterOption) *Writer {
 	wr := &Writer{w: w, buf: new([BlockSize]byte), lastOff: -1}
+	for _, o := range opts {
+		o(&wr.opts)
+	}
 	wr.fw, _ = w.(FragmentWriter)
 	if size < 0 {
 		wr.err = errors.Newf("wal: negative log size %d", size)
@@ -75,6 +98,106 @@ func (w *Writer) WriteRecord(p []byte) error {
 	if w.err != nil {
 		return w.err
 	}
+	if w.opts.pack && len(p) <= MaxPackedRecord {
+		return w.addToPack(p)
+	}
+	if err := w.endPack(); err != nil {
+		return err
+	}
+	return w.writeRecord(p, w.opts.compress)
+}
+
+// addToPack adds p to the pack under way, ending it first if p does not
+// fit in its block. A record that cannot start a pack where the log stands
+// (too little of the block left) is written on its own.
+func (w *Writer) addToPack(p []byte) error {
+	entry := uvarintLen(len(p)) + len(p)
+	if w.packRecs > 0 && int(w.packOff-w.blockOff)+HeaderSize+len(w.pack)+entry > BlockSize {
+		if err := w.endPack(); err != nil {
+			return err
+		}
+	}
+	if w.packRecs == 0 {
+		if BlockSize-w.n < HeaderSize {
+			clear(w.buf[w.n:])
+			w.n = BlockSize
+			if !w.nextBlock() {
+				return w.err
+			}
+		}
+		if BlockSize-w.n < HeaderSize+entry {
+			return w.writeRecord(p, w.opts.compress)
+		}
+		w.packOff = w.blockOff + int64(w.n)
+	}
+	w.pack = binary.AppendUvarint(w.pack, uint64(len(p)))
+	w.pack = append(w.pack, p...)
+	w.packRecs++
+	w.lastOff = w.packOff
+	return nil
+}
+
+// endPack writes the pack under way, if any, where the log stands (which
+// is where it was begun: nothing is written while a pack is open). A pack
+// of one record is written as that record.
+func (w *Writer) endPack() error {
+	defer func() { w.pack, w.packRecs = w.pack[:0], 0 }()
+	switch w.packRecs {
+	case 0:
+		return nil
+	case 1:
+		_, n := binary.Uvarint(w.pack)
+		return w.writeRecord(w.pack[n:], w.opts.compress)
+	}
+	payload, t := w.pack, PackedType
+	if w.opts.compress {
+		if c, ok := w.compressed(payload); ok {
+			payload, t = c, PackedSnappyType
+		}
+	}
+	if w.fw != nil {
+		if !w.handFragment(t, payload) {
+			return w.err
+		}
+	} else {
+		w.appendFragment(t, payload)
+	}
+	if w.n == BlockSize && !w.nextBlock() {
+		return w.err
+	}
+	return nil
+}
+
+// compressed returns p compressed with snappy if that saves at least an
+// eighth of it.
+func (w *Writer) compressed(p []byte) ([]byte, bool) {
+	if len(p) < minCompressed {
+		return nil, false
+	}
+	w.zbuf = snappy.Encode(w.zbuf[:cap(w.zbuf)], p)
+	if len(w.zbuf) > len(p)-len(p)/8 {
+		return nil, false
+	}
+	return w.zbuf, true
+}
+
+func uvarintLen(n int) int {
+	l := 1
+	for ; n >= 0x80; n >>= 7 {
+		l++
+	}
+	return l
+}
+
+// writeRecord writes p as one record (compressed if compress is set and
+// it pays), in as many fragments as the block boundaries require.
+func (w *Writer) writeRecord(p []byte, compress bool) error {
+	firstType, fullType := FirstType, FullType
+	if compress {
+		if c, ok := w.compressed(p); ok {
+			p, firstType, fullType = c, SnappyFirstType, SnappyFullType
+		}
+	}
 	first := true
 	for {
 		if BlockSize-w.n < HeaderSize {
@@ -91,16 +214,17 @@ func (w *Writer) WriteRecord(p []byte) error {
 		room := BlockSize - w.n - HeaderSize
 		frag := min(len(p), room)
 		last := frag == len(p)
+		t := recordType(first, last, firstType, fullType)
 		if w.fw != nil {
-			if !w.handFragment(fragmentType(first, last), p[:frag]) {
+			if !w.handFragment(t, p[:frag]) {
 				return w.err
 			}
 		} else if frag == room && frag >= directMin {
-			if !w.writeThrough(fragmentType(first, last), p[:frag]) {
+			if !w.writeThrough(t, p[:frag]) {
 				return w.err
 			}
 		} else {
-			w.appendFragment(fragmentType(first, last), p[:frag])
+			w.appendFragment(t, p[:frag])
 		}
 		p = p[frag:]
 		if w.n == BlockSize && !w.nextBlock() {
@@ -111,6 +235,20 @@ func (w *Writer) WriteRecord(p []byte) error {
 		}
 		first = false
 	}
+}
+
+// recordType is the type of a fragment of a record whose first and full
+// types are firstType and fullType.
+func recordType(first, last bool, firstType, fullType RecordType) RecordType {
+	switch {
+	case first && last:
+		return fullType
+	case first:
+		return firstType
+	case last:
+		return LastType
+	}
+	return MiddleType
 }
 
 // appendFragment writes a header and payload at buf[n:]. The type byte and
@@ -161,18 +299,6 @@ func (w *Writer) writeThrough(t RecordType, payload []byte) bool {
 	return true
 }
 
-func fragmentType(first, last bool) RecordType {
-	switch {
-	case first && last:
-		return FullType
-	case first:
-		return FirstType
-	case last:
-		return LastType
-	}
-	return MiddleType
-}
-
 // nextBlock writes out the full block and starts the next one. It reports
 // whether the write succeeded.
 func (w *Writer) nextBlock() bool {
@@ -216,20 +342,34 @@ func (w *Writer) Flush() error {
 	if w.err != nil {
 		return w.err
 	}
+	if err := w.endPack(); err != nil {
+		return err
+	}
 	w.write()
 	return w.err
 }
 
 // Buffered returns the number of bytes written by WriteRecord but not yet
-// handed to the underlying io.Writer; Flush makes it 0.
+// handed to the underlying io.Writer (a pack under way counted as stored
+// plain); Flush makes it 0.
 func (w *Writer) Buffered() int {
-	return w.n - w.done
+	return w.n - w.done + w.pendingPack()
+}
+
+// pendingPack returns the bytes the pack under way takes stored plain.
+func (w *Writer) pendingPack() int {
+	if w.packRecs == 0 {
+		return 0
+	}
+	return HeaderSize + len(w.pack)
 }
 
 // Size returns the length of the log after the next Flush: the size given
-// to NewWriterAt plus every byte written since, buffered bytes included.
+// to NewWriterAt plus every byte written since, buffered bytes included
+// (a pack under way counted as stored plain, which compression may make
+// shorter).
 func (w *Writer) Size() int64 {
-	return w.blockOff + int64(w.n)
+	return w.blockOff + int64(w.n+w.pendingPack())
 }
 
 // FragmentWriter is an io.Writer that takes a log's fragments one at a
