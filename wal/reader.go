@@ -63,8 +63,8 @@ type Reader struct {
 	fragBytes        int
 	cutErr           error
 
-	rec     []byte // the fragmented record being assembled by Next
-	dec     []byte // a decompressed record or pack
+	rec []byte // the fragmented record being assembled by Next
+	dec []byte // a decompressed record or pack
 	// packed holds the records of the pack being handed out, in order,
 	// as slices of dec or of the pack's fragment.
 	packed  [][]byte
