@@ -327,7 +327,7 @@ func (db *DB) prepareRangeDels(group []*writer, log *logFile) error {
 		db.resolveOpenEnds(group)
 	}
 	db.mu.Lock()
-	db.mu.rangeDelLogs[log.num] = struct{}{}
+	db.mu.markedLogs[log.num] = struct{}{}
 	db.mu.Unlock()
 	return nil
 }

@@ -114,10 +114,11 @@ type DB struct {
 		// writeGroups was idleSince (see idleDelay).
 		idle      bool
 		idleSince uint64
-		// rangeDelLogs holds the numbers of the WALs written with range
-		// deletions: while one is live (at or above the MANIFEST's log
-		// number), the directory keeps its mark (see maybeUnmark).
-		rangeDelLogs map[uint64]struct{}
+		// markedLogs holds the numbers of the WALs that may hold records
+		// LevelDB cannot read (range deletions, compressed records): while
+		// one is live (at or above the MANIFEST's log number), the
+		// directory keeps its mark (see maybeUnmark).
+		markedLogs map[uint64]struct{}
 		// lsm is the picker's view of version lsmOf, the last one picked
 		// from (compared by identity only).
 		lsmOf *manifest.Version

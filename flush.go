@@ -253,6 +253,7 @@ func (db *DB) switchMemtableLocked() error {
 	}
 	log.prev = old
 	db.mu.log = log
+	db.noteLogLocked(log)
 	db.mu.imm = append(db.mu.imm, &immMemtable{
 		mem: db.mu.mem, lastSeq: db.commit.lastSeq, log: old, next: log, // the caller is the commit leader
 	})

@@ -20,6 +20,7 @@ type logFile struct {
 	// and a failure the file system reports fails the append.
 	app  vfs.Appender
 	w    *wal.Writer
+	opts []wal.WriterOption // the Writer's: CompressRecords with Options.WALCompression
 	size atomic.Int64 // bytes appended, for metrics
 
 	// prev is the WAL this one took over from, retired in the background
@@ -60,13 +61,17 @@ func (db *DB) openLog(num uint64) (*logFile, error) {
 		return nil, errors.Wrap(err, "shale: create log")
 	}
 	l := &logFile{num: num, f: f, ready: make(chan struct{})}
+	if db.opts.WALCompression {
+		// The caller notes it in markedLogs (see rangedel_mark.go).
+		l.opts = []wal.WriterOption{wal.CompressRecords()}
+	}
 	if l.app, err = vfs.AppendTo(f); err != nil {
 		return nil, errors.CombineErrors(errors.Wrap(err, "shale: create log"), f.Close())
 	}
 	if l.app != nil {
-		l.w = wal.NewWriter(l.app)
+		l.w = wal.NewWriter(l.app, l.opts...)
 	} else {
-		l.w = wal.NewWriter(f)
+		l.w = wal.NewWriter(f, l.opts...)
 	}
 	return l, nil
 }
@@ -105,7 +110,7 @@ func (l *logFile) appendAll(each func(fn func(rec []byte) error) error) error {
 	if l.app != nil {
 		// Without WriteFragment in view, the Writer buffers whole blocks
 		// and writes them.
-		w = wal.NewWriterAt(struct{ io.Writer }{l.app}, l.w.Size())
+		w = wal.NewWriterAt(struct{ io.Writer }{l.app}, l.w.Size(), l.opts...)
 	}
 	err := each(w.WriteRecord)
 	if err == nil {
@@ -115,7 +120,7 @@ func (l *logFile) appendAll(each func(fn func(rec []byte) error) error) error {
 		return errors.Wrapf(err, "shale: write log %06d", l.num)
 	}
 	if l.app != nil {
-		l.w = wal.NewWriterAt(l.app, w.Size())
+		l.w = wal.NewWriterAt(l.app, w.Size(), l.opts...)
 	}
 	l.size.Store(w.Size())
 	return nil

@@ -36,7 +36,7 @@ func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 	db := &DB{dir: dir, opts: o, fs: fsys, txns: newConflictLog(o.TxnConflictMemory)}
 	db.mu.bgCond.L = &db.mu.Mutex
 	db.mu.pendingOutputs = make(map[uint64]struct{})
-	db.mu.rangeDelLogs = make(map[uint64]struct{})
+	db.mu.markedLogs = make(map[uint64]struct{})
 	if err := db.lockDir(); err != nil {
 		return nil, err
 	}
@@ -225,17 +225,21 @@ func (db *DB) finishRecovery(rec *replayResult) error {
 		db.mu.mem.Unref()
 		db.mu.mem = memtable.NewIn(db.memChunks)
 	}
+	if err := db.markForCompressedLogs(); err != nil {
+		return err
+	}
 	log, err := db.createLog(db.vs.NewFileNum())
 	if err != nil {
 		return err
 	}
 	db.mu.log = log
+	db.noteLogLocked(log) // no other goroutine runs yet
 	if carry {
 		if err := db.carryForward(log, &rec.carry); err != nil {
 			return err
 		}
 		if len(rec.mem.RangeDels()) > 0 {
-			db.mu.rangeDelLogs[log.num] = struct{}{}
+			db.mu.markedLogs[log.num] = struct{}{}
 		}
 	}
 	edit.SetLogNumber(log.num)

@@ -165,6 +165,14 @@ type Options struct {
 	// (a flush runs beside them in any case). Default: 1 on a machine with
 	// fewer than 4 CPUs, else 2.
 	MaxConcurrentCompactions int
+	// WALCompression writes the write-ahead log's records compressed with
+	// snappy (wal.CompressRecords: a record is stored compressed when that
+	// saves at least an eighth). LevelDB and goleveldb cannot read such a
+	// log, so the directory is marked while a compressed WAL is live, and
+	// both refuse to open it (see the package doc); reopening without
+	// WALCompression takes the mark off once the compressed WALs are
+	// flushed. Off by default.
+	WALCompression bool
 	// TxnConflictMemory bounds the memory that keeps, while transactions
 	// are open, the keys written since the oldest of them began (about
 	// 128 bytes a key besides its bytes). Past it the oldest keys are

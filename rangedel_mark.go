@@ -3,24 +3,49 @@ package shale
 import "github.com/cockroachdb/errors"
 
 // The mark (see manifest.MarkedComparator): a directory whose WALs or
-// tables may hold range deletions names a comparator of shale's own in
-// its MANIFEST, so that LevelDB and goleveldb refuse to open it rather
-// than show the keys those deletions hide (both skip what they do not
-// know: an unknown batch tag ends a log record's replay, an unknown
-// metaindex entry is ignored). It is one mechanism, in one place:
+// tables may hold records LevelDB cannot read (range deletions, and WAL
+// records written compressed with Options.WALCompression) names a
+// comparator of shale's own in its MANIFEST, so that LevelDB and goleveldb
+// refuse to open it rather than misread it (both skip what they do not
+// know: an unknown batch tag ends a log record's replay, an unknown WAL
+// record type is dropped, an unknown metaindex entry is ignored). It is
+// one mechanism, in one place:
 //
-//   - On: the commit leader, before it writes the first WAL record that
-//     holds a range deletion, appends an edit naming the mark to the
-//     MANIFEST and syncs it (prepareRangeDels). A new MANIFEST keeps it.
+//   - On: before the first WAL record that needs it is written, an edit
+//     naming the mark is appended to the MANIFEST and synced: by the
+//     commit leader for a range deletion (prepareRangeDels), by Open
+//     before it creates a compressed WAL (markForCompressedLogs). A new
+//     MANIFEST keeps it.
 //   - Off: once no live table (Version.HasRangeDels) and no live WAL (at
-//     or above the MANIFEST's log number: rangeDelLogs) holds one, a new
-//     MANIFEST is started whose edits never named it (maybeUnmark, after
-//     each flush and compaction, and at Open). Restoring the bytewise
-//     name in a later edit of the same MANIFEST would satisfy goleveldb,
-//     which checks the last comparator it reads, but not LevelDB, which
-//     checks each.
+//     or above the MANIFEST's log number: markedLogs, which holds the WALs
+//     written with a range deletion and every compressed WAL) needs it, a
+//     new MANIFEST is started whose edits never named it (maybeUnmark,
+//     after each flush and compaction, and at Open). Restoring the
+//     bytewise name in a later edit of the same MANIFEST would satisfy
+//     goleveldb, which checks the last comparator it reads, but not
+//     LevelDB, which checks each.
 //
-// A directory that never held a range deletion is never marked.
+// A directory that never held such a record is never marked.
+
+// noteLogLocked records a new WAL in markedLogs if it is written
+// compressed. Called with db.mu held (or before Open returns).
+func (db *DB) noteLogLocked(l *logFile) {
+	if len(l.opts) > 0 {
+		db.mu.markedLogs[l.num] = struct{}{}
+	}
+}
+
+// markForCompressedLogs puts the mark on before Open creates its first
+// WAL, when that WAL (and every later one) is written compressed.
+func (db *DB) markForCompressedLogs() error {
+	if !db.opts.WALCompression || db.vs.Marked() {
+		return nil
+	}
+	if err := db.vs.SetMarked(true); err != nil {
+		return errors.Wrap(err, "shale: mark the directory for compressed WAL records")
+	}
+	return nil
+}
 
 // liveRangeDelLogsLocked reports whether a WAL that holds range
 // deletions is still live, forgetting those that are not. Called with
@@ -28,9 +53,9 @@ import "github.com/cockroachdb/errors"
 func (db *DB) liveRangeDelLogsLocked() bool {
 	logNum := db.vs.LogNumber()
 	live := false
-	for n := range db.mu.rangeDelLogs {
+	for n := range db.mu.markedLogs {
 		if n < logNum {
-			delete(db.mu.rangeDelLogs, n)
+			delete(db.mu.markedLogs, n)
 		} else {
 			live = true
 		}

@@ -50,3 +50,33 @@ func TestLevelDBRefusesRangeDeletions(t *testing.T) {
 		})
 	}
 }
+
+// TestLevelDBRefusesCompressedWAL: LevelDB refuses a directory whose live
+// WAL shale wrote with Options.WALCompression, and opens it once shale
+// has reopened it without the option.
+func TestLevelDBRefusesCompressedWAL(t *testing.T) {
+	dir := t.TempDir()
+	db, err := shale.Open(dir, &shale.Options{WALCompression: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 500 {
+		if err := db.Put(fmt.Appendf(nil, "k%04d", i), []byte("vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv"), shale.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	if ldb, err := leveldbc.Open(dir, leveldbc.Options{NoParanoidChecks: true}); err == nil {
+		ldb.Close()
+		t.Fatal("LevelDB opened a directory whose live WAL is compressed")
+	}
+	db, err = shale.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	ldb := openLevelDB(t, dir, leveldbc.Options{})
+	if got := len(scanLevelDB(t, ldb)); got != 500 {
+		t.Fatalf("LevelDB sees %d keys, want 500", got)
+	}
+}

@@ -107,3 +107,47 @@ func TestGoleveldbRefusesRangeDeletions(t *testing.T) {
 		})
 	}
 }
+
+// TestGoleveldbRefusesCompressedWAL: a directory whose live WAL shale wrote
+// with Options.WALCompression is refused by goleveldb; reopened once by
+// shale without the option, it is goleveldb's again, with every key.
+func TestGoleveldbRefusesCompressedWAL(t *testing.T) {
+	dir := t.TempDir()
+	db, err := shale.Open(dir, &shale.Options{WALCompression: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 500 {
+		if err := db.Put(fmt.Appendf(nil, "k%04d", i), []byte(strings.Repeat("v", 50)), shale.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if gdb, err := leveldb.OpenFile(dir, &opt.Options{ErrorIfMissing: true}); err == nil {
+		gdb.Close()
+		t.Fatal("goleveldb opened a directory whose live WAL is compressed")
+	}
+	db, err = shale.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gdb, err := leveldb.OpenFile(dir, &opt.Options{ErrorIfMissing: true, Strict: opt.StrictAll})
+	if err != nil {
+		t.Fatalf("goleveldb refuses the directory once its WAL is plain: %v", err)
+	}
+	defer gdb.Close()
+	n := 0
+	it := gdb.NewIterator(nil, nil)
+	for it.Next() {
+		n++
+	}
+	it.Release()
+	if n != 500 {
+		t.Fatalf("goleveldb sees %d keys, want 500", n)
+	}
+}

@@ -101,7 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, md bool, jsonPath 
 	if cfg.Workloads, err = selectNames("workload", workloads, all); err != nil {
 		return cfg, md, jsonPath, err
 	}
-	if cfg.Stores, err = selectNames("store", stores, kv.Names); err != nil {
+	if cfg.Stores, err = selectNames("store", stores, kv.Names, kv.Variants...); err != nil {
 		return cfg, md, jsonPath, err
 	}
 	if cfg.Exe, err = os.Executable(); err != nil {
@@ -121,10 +121,11 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, md bool, jsonPath 
 
 // selectNames returns the names of list ("all" for every one) in the order
 // of known, or an error naming one that is unknown.
-func selectNames(what, list string, known []string) ([]string, error) {
+func selectNames(what, list string, known []string, variants ...string) ([]string, error) {
 	if list == "all" {
 		return known, nil
 	}
+	known = append(slices.Clone(known), variants...)
 	want := strings.Split(list, ",")
 	for _, n := range want {
 		if !slices.Contains(known, strings.TrimSpace(n)) {

@@ -78,12 +78,17 @@ type Staller interface{ StallSeconds() float64 }
 // Names lists the stores in the order the benchmark runs and prints them.
 var Names = []string{"shale", "goleveldb", "pebble", "badger", "bbolt"}
 
+// Variants are stores run only when -stores names them: shale-walz is
+// shale with Options.WALCompression, measured against plain shale.
+var Variants = []string{"shale-walz"}
+
 var openers = map[string]func(dir string, c Config) (Store, error){
-	"shale":     openShale,
-	"goleveldb": openGoleveldb,
-	"pebble":    openPebble,
-	"badger":    openBadger,
-	"bbolt":     openBbolt,
+	"shale":      openShale,
+	"shale-walz": openShaleWALCompressed,
+	"goleveldb":  openGoleveldb,
+	"pebble":     openPebble,
+	"badger":     openBadger,
+	"bbolt":      openBbolt,
 }
 
 // Open opens the named store in dir, creating it if needed.
@@ -95,8 +100,8 @@ func Open(name, dir string, c Config) (Store, error) {
 	return open(dir, c)
 }
 
-// Known reports whether name is one of Names.
-func Known(name string) bool { return slices.Contains(Names, name) }
+// Known reports whether name is one of Names or Variants.
+func Known(name string) bool { return slices.Contains(Names, name) || slices.Contains(Variants, name) }
 
 // Txner is implemented by the stores with serializable read-write
 // transactions (shale, Badger, bbolt), for the transaction workloads.

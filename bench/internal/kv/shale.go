@@ -10,8 +10,15 @@ type shaleStore struct{ db *shale.DB }
 
 var _ Store = shaleStore{}
 
+func openShaleWALCompressed(dir string, c Config) (Store, error) {
+	return openShaleWith(dir, c, shale.Options{WALCompression: true})
+}
+
 func openShale(dir string, c Config) (Store, error) {
-	var o shale.Options
+	return openShaleWith(dir, c, shale.Options{})
+}
+
+func openShaleWith(dir string, c Config, o shale.Options) (Store, error) {
 	if c.CacheBytes > 0 {
 		o.CacheSize = c.CacheBytes
 	}
