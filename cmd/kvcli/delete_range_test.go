@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/shale-db/shale"
 )
 
 // TestDeleteRange: delete --start/--end with --yes deletes the range as
@@ -48,5 +51,44 @@ func TestDeleteRange(t *testing.T) {
 	ok(t, "", "--db", dir, "compact")
 	if out := ok(t, "", "--db", dir, "check"); strings.Contains(out, "marked") || !strings.Contains(out, "LevelDB's") {
 		t.Fatalf("check after compact:\n%s", out)
+	}
+}
+
+// TestWalDumpCompressed: wal dump decodes the records of a WAL written
+// with Options.WALCompression (shale's SNAPPY fragment types).
+func TestWalDumpCompressed(t *testing.T) {
+	dir := t.TempDir()
+	db, err := shale.Open(dir, &shale.Options{WALCompression: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put([]byte("key"), bytes.Repeat([]byte("compress me "), 10), shale.Sync); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	logs := files(t, dir, ".log")
+	out := ok(t, "", "--db", dir, "wal", "dump", logs[len(logs)-1])
+	if !strings.Contains(out, "SNAPPY-FULL fragment") || !strings.Contains(out, "snappy-compressed") || !strings.Contains(out, "PUT\tkey") {
+		t.Fatalf("wal dump of a compressed WAL:\n%s", out)
+	}
+}
+
+// TestCheckCompressedWAL: check reads a compressed WAL without damage and
+// says the directory is marked.
+func TestCheckCompressedWAL(t *testing.T) {
+	dir := t.TempDir()
+	db, err := shale.Open(dir, &shale.Options{WALCompression: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "b"} {
+		if err := db.Put([]byte(k), bytes.Repeat([]byte("compress me "), 10), shale.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	out := ok(t, "", "--db", dir, "check")
+	if !strings.Contains(out, "no damage") || !strings.Contains(out, "marked") {
+		t.Fatalf("check of a compressed WAL:\n%s", out)
 	}
 }

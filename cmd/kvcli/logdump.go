@@ -1,6 +1,10 @@
 package main
 
 import (
+	"encoding/binary"
+
+	"github.com/golang/snappy"
+
 	"bufio"
 	"fmt"
 	"io"
@@ -21,9 +25,10 @@ type logDumper struct {
 	// the kind of record the log should hold.
 	decode func(w *bufio.Writer, rec []byte) bool
 	// The record under way: its fragments so far, from offset recOff.
-	rec    []byte
-	recOff int64
-	inRec  bool
+	rec       []byte
+	recOff    int64
+	inRec     bool
+	recSnappy bool // the record began with a SNAPPY-FIRST fragment
 	logCounts
 }
 
@@ -71,9 +76,16 @@ func (d *logDumper) fragment(fr wal.Fragment) {
 	case wal.FullType:
 		d.cut("a FULL fragment follows")
 		d.emit(fr.Offset, fr.Payload)
-	case wal.FirstType:
+	case wal.SnappyFullType:
+		d.cut("a SNAPPY-FULL fragment follows")
+		d.emitCompressed(fr.Offset, fr.Payload)
+	case wal.PackedType, wal.PackedSnappyType:
+		d.cut("a pack follows")
+		d.emitPack(fr)
+	case wal.FirstType, wal.SnappyFirstType:
 		d.cut("a FIRST fragment follows")
 		d.rec, d.recOff, d.inRec = append(d.rec[:0], fr.Payload...), fr.Offset, true
+		d.recSnappy = fr.Type == wal.SnappyFirstType
 	case wal.MiddleType, wal.LastType:
 		if !d.inRec {
 			d.damaged++
@@ -83,7 +95,11 @@ func (d *logDumper) fragment(fr wal.Fragment) {
 		d.rec = append(d.rec, fr.Payload...)
 		if fr.Type == wal.LastType {
 			d.inRec = false
-			d.emit(d.recOff, d.rec)
+			if d.recSnappy {
+				d.emitCompressed(d.recOff, d.rec)
+			} else {
+				d.emit(d.recOff, d.rec)
+			}
 		}
 	default:
 		d.damaged++
@@ -115,6 +131,48 @@ func (d *logDumper) cut(why string) {
 	}
 	d.inRec = false
 	fmt.Fprintf(d.w, "  record @%d (%d bytes so far) is incomplete: %s: dropped\n", d.recOff, len(d.rec), why)
+}
+
+// emitCompressed prints a complete snappy-compressed record (shale's
+// SNAPPY types), or the damage that keeps it from decoding.
+func (d *logDumper) emitCompressed(off int64, stored []byte) {
+	rec, err := snappy.Decode(nil, stored)
+	if err != nil {
+		d.damaged++
+		fmt.Fprintf(d.w, "  damage: record @%d: compressed payload does not decode: %v: dropped\n", off, err)
+		return
+	}
+	fmt.Fprintf(d.w, "  (snappy-compressed: %d bytes stored)\n", len(stored))
+	d.emit(off, rec)
+}
+
+// emitPack prints the records of a pack (shale's PACKED types), each at the
+// pack's offset, or the damage that keeps it from splitting.
+func (d *logDumper) emitPack(fr wal.Fragment) {
+	data := fr.Payload
+	if fr.Type == wal.PackedSnappyType {
+		var err error
+		if data, err = snappy.Decode(nil, data); err != nil {
+			d.damaged++
+			fmt.Fprintf(d.w, "  damage: pack @%d: compressed payload does not decode: %v: dropped\n", fr.Offset, err)
+			return
+		}
+	}
+	var recs [][]byte
+	for len(data) > 0 {
+		n, w := binary.Uvarint(data)
+		if w <= 0 || n > uint64(len(data)-w) {
+			d.damaged++
+			fmt.Fprintf(d.w, "  damage: pack @%d: malformed record %d: dropped\n", fr.Offset, len(recs))
+			return
+		}
+		recs = append(recs, data[w:w+int(n)])
+		data = data[w+int(n):]
+	}
+	fmt.Fprintf(d.w, "  pack of %d records\n", len(recs))
+	for _, rec := range recs {
+		d.emit(fr.Offset, rec)
+	}
 }
 
 // emit prints a complete record.
