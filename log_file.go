@@ -21,7 +21,7 @@ type logFile struct {
 	app  vfs.Appender
 	w    *wal.Writer
 	opts []wal.WriterOption // the Writer's: CompressRecords with Options.WALCompression
-	size atomic.Int64 // bytes appended, for metrics
+	size atomic.Int64       // bytes appended, for metrics
 
 	// prev is the WAL this one took over from, retired in the background
 	// (nil once the log was created ready). ready is closed when every
