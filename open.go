@@ -29,7 +29,11 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return open(dir, o, vfs.OS())
+	fsys := vfs.OS()
+	if o.FS != nil {
+		fsys = o.FS
+	}
+	return open(dir, o, fsys)
 }
 
 func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {

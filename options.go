@@ -5,6 +5,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/sstable"
+	"github.com/shale-db/shale/vfs"
 )
 
 // Durability says how far a write must have gone before Put, Delete or
@@ -180,6 +181,11 @@ type Options struct {
 	// with an error matching ErrConflict that says so. Default
 	// DefaultTxnConflictMemory (64 MiB).
 	TxnConflictMemory int64
+	// FS is the file system the database's files live in (see package
+	// vfs): nil is the operating system's (vfs.Default); vfs.NewMem() keeps
+	// the database in memory. Every file shale touches, the LOCK file
+	// included, goes through it.
+	FS vfs.FS
 	// Logger receives what recovery found and background errors. Nil
 	// means, for a writable Open, a LOG file in the database directory
 	// (the previous one kept as LOG.old), as LevelDB writes; a read-only

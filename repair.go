@@ -42,7 +42,11 @@ func Repair(dir string, opts *Options) (RepairReport, error) {
 	if err != nil {
 		return RepairReport{}, err
 	}
-	return repair(dir, o, vfs.OS())
+	fsys := vfs.OS()
+	if o.FS != nil {
+		fsys = o.FS
+	}
+	return repair(dir, o, fsys)
 }
 
 // repairer holds a repair's state.
