@@ -9,6 +9,10 @@
 //	if err != nil { ... }
 //	defer d.Close()
 //
+// New("", nil) is a database in memory, as go-ds-leveldb's
+// NewDatastore("", nil) is; shale.Options.FS puts the database in any
+// file system (see shale's package vfs).
+//
 // # Keys
 //
 // A key is stored as its bytes (ds.Key.Bytes, "/a/b"), as go-ds-leveldb
@@ -52,6 +56,7 @@ import (
 	ds "github.com/ipfs/go-datastore"
 	dsq "github.com/ipfs/go-datastore/query"
 	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/vfs"
 )
 
 var (
@@ -73,6 +78,7 @@ var syncKey = []byte("\x00shale-datastore-sync")
 // returns one; Close releases it.
 type Datastore struct {
 	db       *shale.DB
+	fs       vfs.FS // the database's file system
 	dir      string
 	readOnly bool
 
@@ -81,20 +87,33 @@ type Datastore struct {
 	wrapIter func(rangeIter) rangeIter
 }
 
+// memDir is the directory, in a file system of its own in memory, of the
+// database New("") opens.
+const memDir = "/datastore"
+
 // New opens (creating it if need be) the shale database in dir, with opts
 // (nil for shale's defaults), as a datastore. dir may hold a database
 // written by go-ds-leveldb, goleveldb or LevelDB: it is opened in place.
-// An empty dir is refused: go-ds-leveldb takes it for an in-memory store,
-// which shale has not.
+//
+// As in go-ds-leveldb, an empty dir (with no opts.FS) is a new database in
+// memory (vfs.NewMem), gone when it is closed.
 func New(dir string, opts *shale.Options) (*Datastore, error) {
-	if dir == "" {
-		return nil, errors.New("datastore: no directory (shale has no in-memory store: use a temporary directory)")
+	var o shale.Options
+	if opts != nil {
+		o = *opts
 	}
-	db, err := shale.Open(dir, opts)
+	if dir == "" && o.FS == nil {
+		dir, o.FS = memDir, vfs.NewMem()
+	}
+	db, err := shale.Open(dir, &o)
 	if err != nil {
-		return nil, errors.Wrapf(err, "datastore: open %s", dir)
+		return nil, errors.Wrapf(err, "datastore: open %q", dir)
 	}
-	return &Datastore{db: db, dir: dir, readOnly: opts != nil && opts.ReadOnly}, nil
+	fsys := o.FS
+	if fsys == nil {
+		fsys = vfs.Default
+	}
+	return &Datastore{db: db, fs: fsys, dir: dir, readOnly: o.ReadOnly}, nil
 }
 
 // DB returns the shale database under the datastore, for what go-datastore
@@ -177,31 +196,45 @@ func (d *Datastore) openIter(newIter func(*shale.IterOptions) *shale.Iterator) f
 }
 
 // DiskUsage returns the bytes of the files in the database's directory
-// and below it (lost/ included), as they are during the walk.
+// and below it (lost/ included), as they are while it looks, in the file
+// system the database is in (Options.FS).
 func (d *Datastore) DiskUsage(ctx context.Context) (uint64, error) {
-	var n uint64
-	err := filepath.WalkDir(d.dir, func(path string, e fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) && path != d.dir {
-			return nil // deleted during the walk: an obsolete file
-		}
-		if err != nil {
-			return err
-		}
-		if !e.Type().IsRegular() {
-			return nil
-		}
-		info, err := e.Info()
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return nil
-		case err != nil:
-			return err
-		}
-		n += uint64(info.Size())
-		return nil
-	})
+	n, err := dirUsage(d.fs, d.dir)
 	if err != nil {
 		return 0, errors.Wrapf(err, "datastore: disk usage of %s", d.dir)
+	}
+	return n, nil
+}
+
+// dirUsage adds up the sizes of the files in dir and below it. A file or
+// directory removed after its directory was listed (an obsolete table, a
+// finished log) counts for nothing.
+func dirUsage(fsys vfs.FS, dir string) (uint64, error) {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, name := range names {
+		p := filepath.Join(dir, name)
+		info, err := fsys.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return 0, err
+		case !info.IsDir():
+			n += uint64(max(info.Size(), 0))
+			continue
+		}
+		m, err := dirUsage(fsys, p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return 0, err
+		default:
+			n += m
+		}
 	}
 	return n, nil
 }

@@ -13,6 +13,7 @@ import (
 	dsq "github.com/ipfs/go-datastore/query"
 	"github.com/shale-db/shale"
 	"github.com/shale-db/shale/adapters/datastore"
+	"github.com/shale-db/shale/vfs"
 )
 
 // value returns a value of n bytes that snappy does not shrink much.
@@ -297,10 +298,61 @@ func TestNewError(t *testing.T) {
 	if _, err := datastore.New(f, nil); err == nil {
 		t.Fatal("New on a regular file succeeded")
 	}
-	if _, err := datastore.New("", nil); err == nil {
-		t.Fatal(`New("") succeeded`)
-	}
 	if _, err := datastore.New(t.TempDir(), &shale.Options{ErrorIfNotExists: true}); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("New with ErrorIfNotExists on an empty directory: %v", err)
+	}
+}
+
+// TestInMemory: New("") is a database in memory of its own, as in
+// go-ds-leveldb.
+func TestInMemory(t *testing.T) {
+	ctx := context.Background()
+	a, err := datastore.New("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := datastore.New("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, a, "/x", "in a")
+	mustBeAbsent(t, b, "/x")
+	if got := queryKeys(t, a, dsq.Query{}); !equalStrings(got, []string{"/x"}) {
+		t.Fatalf("query: %q", got)
+	}
+	if n, err := a.DiskUsage(ctx); err != nil || n == 0 {
+		t.Fatalf("DiskUsage of a store in memory holding a write: %d, %v", n, err)
+	}
+	for _, d := range []*datastore.Datastore{a, b} {
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestMemFS: with Options.FS the database lives in that file system, and
+// DiskUsage counts its files there.
+func TestMemFS(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewMem()
+	d, err := datastore.New("/db", &shale.Options{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putMany(t, d, 2000)
+	n, err := d.DiskUsage(ctx)
+	if err != nil || n < 2000*100/2 {
+		t.Fatalf("DiskUsage = %d, %v", n, err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err = datastore.New("/db", &shale.Options{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if n := len(queryKeys(t, d, dsq.Query{Prefix: "/k"})); n != 2000 {
+		t.Fatalf("reopened: %d keys", n)
 	}
 }

@@ -30,10 +30,19 @@ var smallMemtable = &shale.Options{WriteBufferSize: 64 << 10}
 
 // TestSuite runs go-datastore's own suite, as its authors wrote it: every
 // basic subtest (SubtestCombinations only without the race detector, as
-// dstest decides) and, since a *Datastore is Batching, its batch tests.
+// dstest decides) and, since a *Datastore is Batching, its batch tests; on
+// disk with the default memtable and a small one, and in memory.
 func TestSuite(t *testing.T) {
 	t.Run("defaults", func(t *testing.T) { dstest.SubtestAll(t, newStore(t, nil)) })
 	t.Run("small-memtable", func(t *testing.T) { dstest.SubtestAll(t, newStore(t, smallMemtable)) })
+	t.Run("in-memory", func(t *testing.T) {
+		d, err := datastore.New("", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		dstest.SubtestAll(t, d)
+	})
 }
 
 // TestBatchSuite runs go-datastore's batch tests on their own, each on a
