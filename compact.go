@@ -28,7 +28,9 @@ import (
 // iterator reads them. Writes and flushes go on meanwhile. Close
 // interrupts it (it then returns ErrClosed). A failure is sticky, as a
 // failed flush is: later writes fail with it.
-func (db *DB) Compact(start, end []byte) error {
+func (db *DB) Compact(start, end []byte) error { return markDiskFull(db.compact(start, end)) }
+
+func (db *DB) compact(start, end []byte) error {
 	if db.opts.ReadOnly {
 		return db.readOnlyError()
 	}

@@ -260,7 +260,7 @@ func (db *DB) Write(b *Batch, d Durability) error {
 	if uint64(len(b.repr)) > MaxBatchSize {
 		return errors.Newf("shale: batch of %d bytes is over the limit of %d", len(b.repr), MaxBatchSize)
 	}
-	return db.commit.write(db, b, d == Sync)
+	return markDiskFull(db.commit.write(db, b, d == Sync))
 }
 
 // Get returns a copy of the value of key, or an error matching ErrNotFound
@@ -323,7 +323,9 @@ func (db *DB) Recovery() RecoveryReport { return db.recovery }
 // compactions replaced under such an iterator, which then stops with
 // ErrClosed. If background work had failed (writes were then refused),
 // Close returns that error too.
-func (db *DB) Close() error {
+func (db *DB) Close() error { return markDiskFull(db.close()) }
+
+func (db *DB) close() error {
 	db.mu.Lock()
 	if db.mu.closed {
 		db.mu.Unlock()

@@ -64,7 +64,7 @@ func TestDiskFullOnTmpfs(t *testing.T) {
 		}
 		acked[k] = true
 	}
-	if !errors.Is(failure, syscall.ENOSPC) {
+	if !errors.Is(failure, syscall.ENOSPC) || !errors.Is(failure, shale.ErrDiskFull) {
 		t.Fatalf("filling a 16 MiB disk: first failure %v; want ENOSPC", failure)
 	}
 	t.Logf("disk full after %d distinct keys acknowledged: %v", len(acked), failure)

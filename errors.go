@@ -29,7 +29,31 @@ var (
 	// ErrReadOnly is returned by writes to a DB opened with
 	// Options.ReadOnly.
 	ErrReadOnly = errors.New("shale: database is read-only")
+	// ErrDiskFull is matched by every error that came from a full disk or
+	// an exhausted quota (ENOSPC, EDQUOT), whatever it failed: a write, a
+	// flush, a compaction, Open or Close. It does not change what the
+	// error means for the database: as for any failed write, nothing is
+	// acknowledged until a reopen, and every write acknowledged before it
+	// is kept.
+	ErrDiskFull = errors.New("shale: disk full")
 )
+
+// diskFullError marks err, which came from a full disk, so that errors.Is
+// matches ErrDiskFull as well as whatever err matched.
+type diskFullError struct{ err error }
+
+func (e *diskFullError) Error() string        { return e.err.Error() }
+func (e *diskFullError) Unwrap() error        { return e.err }
+func (e *diskFullError) Is(target error) bool { return target == ErrDiskFull }
+
+// markDiskFull returns err marked as ErrDiskFull if it came from a full
+// disk, and err unchanged otherwise.
+func markDiskFull(err error) error {
+	if err == nil || !diskFull(err) || stderrors.Is(err, ErrDiskFull) {
+		return err
+	}
+	return &diskFullError{err}
+}
 
 // corruptionError marks err as corruption while keeping err's own chain,
 // so that errors.Is matches both ErrCorruption and whatever err matched.

@@ -101,7 +101,9 @@ func (db *DB) idleCompactL0Locked() bool {
 
 // Flush writes the memtable to a table now and waits until that table is
 // recorded in the MANIFEST. Flushing an empty memtable does nothing.
-func (db *DB) Flush() error {
+func (db *DB) Flush() error { return markDiskFull(db.flushAll()) }
+
+func (db *DB) flushAll() error {
 	if db.opts.ReadOnly {
 		return db.readOnlyError()
 	}
@@ -293,6 +295,7 @@ func (db *DB) retireLog(log *logFile) {
 // fails, fails the manual compactions waiting for their turn (nothing
 // starts after it), and returns err.
 func (db *DB) setBackgroundErrorLocked(err error) error {
+	err = markDiskFull(err)
 	if db.mu.bgErr == nil {
 		db.mu.bgErr = err
 		db.opts.Logger.Error("shale: writes stopped", "err", err)

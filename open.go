@@ -33,7 +33,8 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if o.FS != nil {
 		fsys = o.FS
 	}
-	return open(dir, o, fsys)
+	db, err := open(dir, o, fsys)
+	return db, markDiskFull(err)
 }
 
 func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
