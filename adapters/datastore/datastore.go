@@ -68,12 +68,6 @@ var (
 	_ ds.ScrubbedDatastore   = (*Datastore)(nil)
 )
 
-// syncKey is the key Sync deletes with shale.Sync: a synced write makes
-// every write before it durable, and a deletion of a key that has no value
-// changes nothing anyone reads. It does not start with '/', so no
-// ds.Key is equal to it.
-var syncKey = []byte("\x00shale-datastore-sync")
-
 // Datastore is a go-datastore datastore over one shale database. New
 // returns one; Close releases it.
 type Datastore struct {
@@ -157,16 +151,14 @@ func (d *Datastore) Delete(ctx context.Context, key ds.Key) error {
 }
 
 // Sync makes every Put, Delete and batch that returned before it durable
-// against a power loss, under prefix and everywhere else: it writes one
-// record to the write-ahead log with shale.Sync (a deletion of a key
-// outside the ds.Key space), and shale's synced write carries every
-// earlier write to the disk with it. On a read-only datastore it does
-// nothing.
+// against a power loss, under prefix and everywhere else (shale's
+// DB.Sync: the write-ahead log is synced, nothing is written). On a
+// read-only datastore it does nothing.
 func (d *Datastore) Sync(ctx context.Context, prefix ds.Key) error {
 	if d.readOnly {
 		return nil
 	}
-	if err := d.db.Delete(syncKey, shale.Sync); err != nil {
+	if err := d.db.Sync(); err != nil {
 		return errors.Wrapf(err, "datastore: sync %s", prefix)
 	}
 	return nil
