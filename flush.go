@@ -318,7 +318,18 @@ func (db *DB) setBackgroundErrorLocked(err error) error {
 // about 0.42 to 0.37 s (paired runs).
 func (db *DB) flush(imm *immMemtable) {
 	defer db.bgWG.Done()
+	start := time.Now()
 	meta, err := db.flushMemtable(imm)
+	if err == nil {
+		// What LevelDB's LOG says of a flush, for the operator who reads
+		// it first.
+		if meta != nil {
+			db.opts.Logger.Info("shale: flushed", "table", meta.Num, "bytes", meta.Size,
+				"entries", meta.Entries, "took", time.Since(start).Round(time.Millisecond))
+		} else {
+			db.opts.Logger.Info("shale: flushed an empty memtable", "took", time.Since(start).Round(time.Millisecond))
+		}
+	}
 	db.mu.Lock()
 	db.mu.flushes--
 	held := db.mu.carryFlushing // the first flush to end is Open's: it is the oldest

@@ -2,6 +2,7 @@ package shale_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,5 +73,31 @@ func TestDefaultLoggerWritesLOG(t *testing.T) {
 	old, err := os.ReadFile(filepath.Join(dir, "LOG.old"))
 	if err != nil || !bytes.Equal(old, before) {
 		t.Fatalf("LOG.old = %q, %v; want the previous LOG %q", old, err, before)
+	}
+}
+
+// TestLogRecordsFlushesAndCompactions: the LOG file says what flushes and
+// compactions did, as LevelDB's does.
+func TestLogRecordsFlushesAndCompactions(t *testing.T) {
+	db, dir := openDB(t, &shale.Options{WriteBufferSize: 16 << 10})
+	for i := range 2000 {
+		if err := db.Put(fmt.Appendf(nil, "k%05d", i), make([]byte, 100), shale.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "LOG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"shale: flushed", "shale: compacted"} {
+		if !strings.Contains(string(b), want) {
+			t.Fatalf("LOG does not say %q:\n%s", want, b)
+		}
 	}
 }

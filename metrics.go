@@ -242,7 +242,13 @@ func (m Metrics) String() string {
 			target = humanBytes(l.Target)
 		}
 		score := "-"
-		if level < NumLevels-1 {
+		switch {
+		case level < NumLevels-1 && level > 0 && level < m.BaseLevel && l.Tables > 0:
+			// Above the base level, where nothing should stay: due
+			// before any level, whatever its size (the picker's score
+			// is a huge sentinel).
+			score = "above"
+		case level < NumLevels-1:
 			score = fmt.Sprintf("%.2f", l.Score)
 		}
 		fmt.Fprintf(&b, "L%d%-5s %6d  %10s  %8s  %10s  %10s  %8s  %11d\n", level, base, l.Tables,

@@ -127,7 +127,7 @@ func (db *DB) lockDir() error {
 	l, err := db.fs.Lock(lockName, db.opts.ReadOnly)
 	if err != nil {
 		if stderrors.Is(err, vfs.ErrLocked) {
-			return &lockedError{dir: db.dir}
+			return &lockedError{dir: db.dir, here: stderrors.Is(err, vfs.ErrHeldHere)}
 		}
 		return errors.Wrap(err, "shale: lock database")
 	}
@@ -292,10 +292,17 @@ type nopCloser struct{}
 
 func (nopCloser) Close() error { return nil }
 
-// lockedError reports that another DB holds the directory.
-type lockedError struct{ dir string }
+// lockedError reports that another DB holds the directory: in another
+// process, or (here) in this one.
+type lockedError struct {
+	dir  string
+	here bool
+}
 
 func (e *lockedError) Error() string {
+	if e.here {
+		return "shale: database " + e.dir + " is already open in this process: Close that DB first, or share it"
+	}
 	return "shale: database " + e.dir + " is locked by another process"
 }
 func (e *lockedError) Is(target error) bool { return target == ErrLocked }

@@ -25,7 +25,10 @@ const (
 type RecoveryMode int
 
 const (
-	// SkipCorrupt replays every intact record and skips damaged blocks.
+	// SkipCorrupt replays the records it can read and skips the damage:
+	// as LevelDB does, damage drops the rest of its 32 KiB block (a
+	// damaged length hides where the next record starts), intact records
+	// after it in that block included.
 	// It is the default.
 	SkipCorrupt RecoveryMode = iota
 	// PointInTime stops replaying at the first damage, so that what

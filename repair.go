@@ -83,7 +83,7 @@ func repair(dir string, o Options, fsys vfs.FS) (RepairReport, error) {
 	l, err := fsys.Lock(filename.Make(dir, filename.Lock, 0), false)
 	if err != nil {
 		if stderrors.Is(err, vfs.ErrLocked) {
-			return RepairReport{}, &lockedError{dir: dir}
+			return RepairReport{}, &lockedError{dir: dir, here: stderrors.Is(err, vfs.ErrHeldHere)}
 		}
 		return RepairReport{}, errors.Wrap(err, "shale: repair: lock database")
 	}

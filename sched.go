@@ -3,6 +3,7 @@ package shale
 import (
 	"bytes"
 	"runtime"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/compaction"
@@ -133,7 +134,14 @@ func (db *DB) startLocked(job *compactionJob) {
 // unless Close interrupted it, and the scheduler is asked for more work.
 func (db *DB) runJob(job *compactionJob) {
 	defer db.bgWG.Done()
+	start := time.Now()
 	res, err := db.runCompaction(job)
+	if err == nil {
+		c := job.c
+		db.opts.Logger.Info("shale: compacted", "kind", c.Kind.String(), "from", c.StartLevel, "to", c.OutputLevel,
+			"tables_in", len(job.inputs), "tables_out", res.tablesOut, "bytes_in", res.bytesIn,
+			"bytes_out", res.bytesOut, "took", time.Since(start).Round(time.Millisecond))
+	}
 	db.mu.Lock()
 	for i, j := range db.mu.compactions {
 		if j == job {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/shale-db/shale"
@@ -53,5 +54,20 @@ func TestInMemory(t *testing.T) {
 	}
 	if _, err := shale.Open(dir, &shale.Options{FS: vfs.NewMem(), ErrorIfNotExists: true}); err == nil {
 		t.Fatal("another in-memory FS holds the database too")
+	}
+}
+
+// TestLockedHere: a second Open of a directory this process has open says
+// so, not "another process", and still matches ErrLocked.
+func TestLockedHere(t *testing.T) {
+	dir := t.TempDir()
+	db, err := shale.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = shale.Open(dir, nil)
+	if !errors.Is(err, shale.ErrLocked) || !strings.Contains(err.Error(), "already open in this process") {
+		t.Fatalf("a second Open in this process: %v", err)
 	}
 }

@@ -28,6 +28,9 @@ func runBackup(e *env, c *command, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	if rest[0] == "-" && isTerminal(e.rawStdout) {
+		return usageError("backup - writes a tar stream to standard output, which is a terminal: redirect it to a file or a pipe (kvcli backup - > db.tar)")
+	}
 	db, err := e.openRead()
 	if err != nil {
 		return err

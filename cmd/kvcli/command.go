@@ -13,7 +13,9 @@ import (
 type env struct {
 	stdin  io.Reader
 	stdout *bufio.Writer
-	stderr io.Writer
+	// rawStdout is what stdout buffers: to tell a terminal.
+	rawStdout io.Writer
+	stderr    io.Writer
 
 	db      string // the database directory: --db or $KVCLI_DB
 	hex     bool   // keys and values in and out are hex

@@ -60,3 +60,19 @@ func TestDeleteRangeAsksOnTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestBackupRefusesTerminal: backup - does not write a tar onto a
+// terminal.
+func TestBackupRefusesTerminal(t *testing.T) {
+	dir := t.TempDir()
+	ok(t, "", "--db", dir, "put", "k", "v")
+	master, slave := openPTY(t)
+	defer master.Close()
+	cmd := exec.Command(kvcliBin, "--db", dir, "backup", "-")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = slave, &stderr
+	err := cmd.Run()
+	if err == nil || !strings.Contains(stderr.String(), "is a terminal") {
+		t.Fatalf("backup - onto a terminal: %v, stderr %q", err, stderr.String())
+	}
+}

@@ -34,7 +34,7 @@ func main() {
 // stdout is buffered and flushed before run returns.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := bufio.NewWriterSize(stdout, 64<<10)
-	e := &env{stdin: stdin, stdout: out, stderr: stderr, db: os.Getenv("KVCLI_DB"), recovery: "skip"}
+	e := &env{stdin: stdin, stdout: out, rawStdout: stdout, stderr: stderr, db: os.Getenv("KVCLI_DB"), recovery: "skip"}
 	err := e.dispatch(args)
 	// Help that could not be written fails like any other output.
 	if ferr := out.Flush(); (err == nil || err == errHelpShown) && ferr != nil {

@@ -81,8 +81,8 @@ torn write, normal, and dropped silently (the write was never acknowledged).
 Anything else that fails its checksum is damage: a bad disk block, a file
 overwritten. --recovery says what to do with it:
 
-  skip           (default) replay every intact record, skip the damaged
-                 ones: the database keeps as much as can be read
+  skip           (default) replay what can be read, skip the damage (as
+                 LevelDB, the rest of a damaged 32 KiB block goes with it)
   point-in-time  stop at the first damage: what is kept is exactly the
                  writes before it, with none of the later ones
   strict         refuse to open (exit 3), leaving the logs as they are

@@ -45,7 +45,7 @@ func lockOS(name string, shared bool) (io.Closer, error) {
 	if fi, err := os.Stat(name); err == nil {
 		if l := findHeldLocked(fi); l != nil {
 			if !shared || !l.shared {
-				return nil, errors.Wrapf(ErrLocked, "vfs: lock %s: held by this process", name)
+				return nil, &heldHere{errors.Wrapf(ErrLocked, "vfs: lock %s: held by this process", name)}
 			}
 			l.refs++
 			return &lockHandle{l: l}, nil

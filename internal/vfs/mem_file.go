@@ -196,5 +196,5 @@ func (h *memLockHandle) Close() error {
 
 // lockedError is the error for a MemFS lock that is held.
 func lockedError(name string) error {
-	return errors.Wrapf(ErrLocked, "vfs: lock %s: held", name)
+	return &heldHere{errors.Wrapf(ErrLocked, "vfs: lock %s: held", name)} // a MemFS lives in one process
 }

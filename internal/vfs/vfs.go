@@ -47,6 +47,18 @@ import (
 // returns when another holder, in this process or another, has the lock.
 var ErrLocked = errors.New("vfs: lock held")
 
+// ErrHeldHere is matched, beside ErrLocked, by the error of a Lock that
+// this process holds already (another DB of this process has the
+// directory open).
+var ErrHeldHere = errors.New("vfs: lock held by this process")
+
+// heldHere marks err (which matches ErrLocked) as ErrHeldHere too.
+type heldHere struct{ err error }
+
+func (e *heldHere) Error() string        { return e.err.Error() }
+func (e *heldHere) Unwrap() error        { return e.err }
+func (e *heldHere) Is(target error) bool { return target == ErrHeldHere }
+
 // File is an open file.
 type File interface {
 	io.Reader
