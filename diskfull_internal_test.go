@@ -2,6 +2,8 @@ package shale
 
 import (
 	"errors"
+	"io/fs"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -45,4 +47,33 @@ func TestErrDiskFull(t *testing.T) {
 	if errors.Is(markDiskFull(syscall.EIO), ErrDiskFull) {
 		t.Fatal("EIO matches ErrDiskFull")
 	}
+}
+
+// TestOpenPermissionDenied: an Open refused by the file system's
+// permissions says so and points at Options.ReadOnly.
+func TestOpenPermissionDenied(t *testing.T) {
+	mem := vfs.NewMem()
+	o, _ := (&Options{}).withDefaults()
+	db, err := open("db", o, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	denied := vfs.NewFault(mem, func(c vfs.Call) error {
+		if c.Op.Mutates() && c.Op != vfs.OpLock { // a lock on an existing file is taken read-only
+			return fs.ErrPermission
+		}
+		return nil
+	})
+	_, err = open("db", o, denied)
+	err = openError("db", o, err)
+	if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), "Options.ReadOnly") {
+		t.Fatalf("Open of a directory that may not be written: %v", err)
+	}
+	o.ReadOnly = true
+	ro, err := open("db", o, denied)
+	if err != nil {
+		t.Fatalf("read-only Open of the same directory: %v", err)
+	}
+	ro.Close()
 }

@@ -34,7 +34,18 @@ func Open(dir string, opts *Options) (*DB, error) {
 		fsys = o.FS
 	}
 	db, err := open(dir, o, fsys)
-	return db, markDiskFull(err)
+	return db, openError(dir, o, err)
+}
+
+// openError gives an error of Open what the caller needs to act on it: a
+// full disk matches ErrDiskFull; a directory that may not be written to
+// says so, with the way to read it anyway.
+func openError(dir string, o Options, err error) error {
+	if err != nil && !o.ReadOnly && stderrors.Is(err, fs.ErrPermission) {
+		err = errors.Wrapf(err, "shale: open %s: the directory or its files may not be written "+
+			"(Options.ReadOnly opens a database without writing anything)", dir)
+	}
+	return markDiskFull(err)
 }
 
 func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
