@@ -201,10 +201,8 @@ func (db *DB) commitGroup(group []*writer) ([]*writer, error) {
 	}
 	// Transactions are checked, and the group's writes recorded for
 	// theirs, before the group takes its sequence numbers; with none
-	// open, the group only counts itself as unrecorded.
-	if db.txns.admitFast() {
-		defer db.txns.unrecorded.Add(-1)
-	} else {
+	// open, the group only notes its first sequence number.
+	if !db.txns.admitFast(db.commit.lastSeq + 1) {
 		db.txns.admit(group, db.commit.lastSeq+1)
 	}
 	repr, seq, err := db.logGroup(log, group)

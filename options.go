@@ -179,7 +179,7 @@ type Options struct {
 	WALCompression bool
 	// TxnConflictMemory bounds the memory that keeps, while transactions
 	// are open, the keys written since the oldest of them began (about
-	// 128 bytes a key besides its bytes). Past it the oldest keys are
+	// 96 bytes a key besides its bytes). Past it the oldest keys are
 	// forgotten, and a transaction that began before them fails to commit
 	// with an error matching ErrConflict that says so. Default
 	// DefaultTxnConflictMemory (64 MiB).

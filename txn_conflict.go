@@ -20,8 +20,8 @@ import (
 // its sequence number, and drops what no open transaction can conflict
 // with (keys written at or before the oldest open transaction's start).
 //
-// With no transaction open, a commit group pays two atomic additions and
-// an atomic load for it (see admitFast), and records nothing.
+// With no transaction open, a commit group pays an atomic store and an
+// atomic load for it (see admitFast), and records nothing.
 //
 // A transaction conflicts when a key written after it began is one it read
 // with Get (looked up by 64-bit fingerprint: two keys share one with
@@ -36,11 +36,12 @@ type conflictLog struct {
 	// open counts the transactions begun and not yet ended; the commit
 	// path reads it without the lock.
 	open atomic.Int64
-	// unrecorded counts the commit groups admitted while open was 0, not
-	// yet finished (published or failed). begin waits for it to drop to
-	// 0: their writes, unrecorded, must be visible to a transaction that
-	// begins after them.
-	unrecorded atomic.Int64
+	// pending is the first sequence number of the last commit group
+	// admitted while open was 0 (0: none): begin waits until the group is
+	// published (the visible sequence number reaches it), since its
+	// writes, unrecorded, must be visible to a transaction that begins
+	// after them.
+	pending atomic.Uint64
 
 	seed maphash.Seed
 	// fpMask keeps the fingerprint's bits: all of them, but for the test
@@ -99,8 +100,9 @@ func (c *conflictLog) begin(db *DB) *Snapshot {
 	defer c.mu.Unlock()
 	c.open.Add(1)
 	// A group admitted before open became nonzero is not recorded; wait
-	// until it is published, so that the snapshot sees it.
-	for spins := 0; c.unrecorded.Load() > 0; spins++ {
+	// until it is published, so that the snapshot sees it (or until the
+	// database stops taking writes: then it never will be).
+	for spins := 0; !c.published(db); spins++ {
 		c.mu.Unlock()
 		if spins < 64 {
 			runtime.Gosched()
@@ -112,6 +114,16 @@ func (c *conflictLog) begin(db *DB) *Snapshot {
 	snap := db.NewSnapshot()
 	c.starts[snap.seq]++
 	return snap
+}
+
+// published reports whether the last group admitted unrecorded is
+// visible, or can no longer be.
+func (c *conflictLog) published(db *DB) bool {
+	p := c.pending.Load()
+	if p == 0 || db.visibleSeq.Load() >= p {
+		return true
+	}
+	return db.checkOpen() != nil || db.bgErr() != nil
 }
 
 // end unregisters a transaction that began at start, and drops what no
@@ -235,17 +247,19 @@ func (c *conflictLog) checkLocked(t *Transaction) error {
 	return nil
 }
 
-// admitFast is the commit path's check, before a group gets its sequence
-// numbers: with no transaction open it returns true, and the group is not
-// recorded; the caller calls c.unrecorded.Add(-1) once the group is
-// published or failed. Otherwise it returns false, and the caller admits
-// the group through admit.
-func (c *conflictLog) admitFast() bool {
-	c.unrecorded.Add(1)
+// admitFast is the commit path's check, before the group whose first
+// sequence number is seq gets its sequence numbers: with no transaction
+// open it returns true, and the group is not recorded. Otherwise it
+// returns false, and the caller admits the group through admit. The
+// store before the load pairs with begin's increment of open before its
+// load of pending (both sequentially consistent): either this load sees
+// the transaction, or begin sees the group and waits for it.
+func (c *conflictLog) admitFast(seq uint64) bool {
+	c.pending.Store(seq)
 	if c.open.Load() == 0 {
 		return true
 	}
-	c.unrecorded.Add(-1)
+	c.pending.Store(0) // recorded: begin need not wait for it
 	return false
 }
 
