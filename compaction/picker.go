@@ -358,11 +358,12 @@ func pickLevel(lsm LSM, o Options, st *State, level int) *Compaction {
 	return nil
 }
 
-// pickTombstones picks a table whose entries are mostly deletions: in level
-// 0 (whatever the table count) with the level-0 tables it overlaps, or in
-// a deeper level. In the last level only deletions every reader sees can
-// be dropped, so a table there is picked only when all of its entries are
-// older than the oldest snapshot.
+// pickTombstones picks a table whose entries are mostly deletions, or that
+// holds range deletions: in level 0 (whatever the table count) with the
+// level-0 tables it overlaps, or in a deeper level, into the level below
+// with what it overlaps there. In the last level only deletions every
+// reader sees can be dropped, so a table there is picked only when all of
+// its entries are known to be older than the oldest snapshot.
 func pickTombstones(lsm LSM, o Options, st *State, base int) *Compaction {
 	bottom := lsm.NumLevels() - 1
 	for i := range lsm.Tables(0) {
@@ -381,7 +382,7 @@ func pickTombstones(lsm LSM, o Options, st *State, base int) *Compaction {
 			if !denseWithDeletions(t, o) {
 				continue
 			}
-			if level == bottom && t.LargestSeq > st.OldestSnapshot {
+			if level == bottom && (!t.HasStats || t.LargestSeq > st.OldestSnapshot) {
 				continue
 			}
 			in := withBoundaries(tables, i, i+1)
@@ -397,9 +398,11 @@ func pickTombstones(lsm LSM, o Options, st *State, base int) *Compaction {
 	return nil
 }
 
-// denseWithDeletions reports whether t is known to be mostly deletions.
+// denseWithDeletions reports whether t is known to be mostly deletions,
+// or holds range deletions: one of those may cover any number of keys
+// below it, which only a compaction down to them gives back.
 func denseWithDeletions(t *Table, o Options) bool {
-	return t.HasStats && t.Entries > 0 && float64(t.Deletions) >= o.TombstoneDensity*float64(t.Entries)
+	return t.RangeDels || t.HasStats && t.Entries > 0 && float64(t.Deletions) >= o.TombstoneDensity*float64(t.Entries)
 }
 
 // finish completes a compaction of the tables in of level start into level

@@ -151,3 +151,38 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// BenchmarkMillionGetLogAfterTruncate runs after BenchmarkMillionTruncated
+// (go test runs benchmarks in the order of the file): GetLog over the
+// 10,000 entries left and FirstIndex, once the million were truncated by
+// one range deletion, with their p50 and p99, to compare with
+// BenchmarkMillionGetLogTail's before it.
+func BenchmarkMillionGetLogAfterTruncate(b *testing.B) {
+	s := millionStore(b)
+	first, _ := s.FirstIndex()
+	if first != millionN-millionKeep+1 {
+		b.Skipf("first index %d: run BenchmarkMillionTruncated first (-bench Million)", first)
+	}
+	lat := make([]time.Duration, b.N)
+	var l raft.Log
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		idx := uint64(millionN - millionKeep + 1 + (i*7919)%millionKeep)
+		t0 := time.Now()
+		if err := s.GetLog(idx, &l); err != nil {
+			b.Fatal(err)
+		}
+		lat[i] = time.Since(t0)
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+	t0 := time.Now()
+	for range 1000 {
+		if _, err := s.FirstIndex(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(time.Since(t0).Nanoseconds())/1000, "firstindex-ns")
+}
