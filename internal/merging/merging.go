@@ -156,6 +156,12 @@ func (m *Iter) reposition(st state, o op, key []byte) bool {
 			return m.fail(err)
 		}
 	}
+	return m.heapify()
+}
+
+// heapify restores the heap property over the whole heap and reports
+// whether the iterator stands at an entry.
+func (m *Iter) heapify() bool {
 	for i := len(m.heap)/2 - 1; i >= 0; i-- {
 		m.down(i)
 	}
@@ -267,10 +273,7 @@ func (m *Iter) SeekGELifted(key []byte, lifts []Lift) bool {
 			return m.fail(err)
 		}
 	}
-	for i := len(m.heap)/2 - 1; i >= 0; i-- {
-		m.down(i)
-	}
-	return len(m.heap) > 0
+	return m.heapify()
 }
 
 // SkipForward moves each source from index from on that stands at an
@@ -294,10 +297,7 @@ func (m *Iter) SkipForward(from int, key []byte) bool {
 		h = append(h, s)
 	}
 	m.heap = h
-	for i := len(m.heap)/2 - 1; i >= 0; i-- {
-		m.down(i)
-	}
-	return len(m.heap) > 0
+	return m.heapify()
 }
 
 // Key implements iterator.Iterator.
