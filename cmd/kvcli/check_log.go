@@ -135,7 +135,7 @@ func (ck *checker) checkLog(num uint64, live, newest bool) {
 			ck.damage(name, d.Offset, "torn write (%s, %d bytes) at the end of a log that is not the newest", d.Reason, d.Bytes)
 			return
 		}
-		ck.note(name, "torn tail at offset %d (%s, %d bytes): a write cut short by a crash, never acknowledged; not damage", d.Offset, d.Reason, d.Bytes)
+		ck.note(name, "torn tail at offset %d (%s, %d bytes): the log ends inside a record, as a crash leaves a write it cut short (never acknowledged) and as a file cut short afterwards would, which the format cannot tell apart; recovery drops it", d.Offset, d.Reason, d.Bytes)
 	})
 	if n < 0 {
 		return

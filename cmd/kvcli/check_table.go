@@ -44,8 +44,15 @@ func (ck *checker) checkTables(names []string, nums []uint64, vs *versionState) 
 				// Not part of the database: a table a flush or compaction
 				// was writing when the process stopped (or one replaced
 				// and not yet deleted). Whatever it holds is not damage.
-				ck.note(onDisk[num], "not in the MANIFEST: left over by an interrupted flush or compaction "+
-					"(or replaced by one); not part of the database, deleted at the next write Open")
+				if ck.damaged[ck.manifest] > 0 {
+					// The MANIFEST's damage may have taken the edit
+					// that added it: it may well be live.
+					ck.note(onDisk[num], "not in what could be read of the MANIFEST, which is damaged: it may "+
+						"hold live data; 'kvcli --db %s repair' rebuilds the MANIFEST from the tables and logs", ck.dir)
+				} else {
+					ck.note(onDisk[num], "not in the MANIFEST: left over by an interrupted flush or compaction "+
+						"(or replaced by one); not part of the database, deleted at the next write Open")
+				}
 				continue
 			}
 			meta = &t
