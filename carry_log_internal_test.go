@@ -44,7 +44,7 @@ func carryRecords(n int, large bool) (carriedRecs, after [][]byte) {
 func writeCarriedLog(t *testing.T, dir string, num uint64, bulk bool, recs, after [][]byte, check func(name, when string)) []byte {
 	t.Helper()
 	db := &DB{dir: dir, fs: vfs.OS()}
-	l, err := db.openLog(num)
+	l, err := db.openLog(num, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

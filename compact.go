@@ -7,7 +7,6 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/compaction"
-	"github.com/shale-db/shale/internal/filename"
 	"github.com/shale-db/shale/internal/ikey"
 	"github.com/shale-db/shale/internal/iterator"
 	"github.com/shale-db/shale/internal/manifest"
@@ -134,6 +133,7 @@ type compactionResult struct {
 	bytesIn, bytesOut int64
 	inputLevels       [manifest.NumLevels]int64 // bytes read per level
 	tablesOut         int
+	outputs           []*manifest.FileMeta // for the listener's CompactionEnd
 }
 
 // runCompaction runs job: a trivial move is one edit; otherwise the inputs
@@ -157,16 +157,18 @@ func (db *DB) runCompaction(job *compactionJob) (compactionResult, error) {
 	}
 	if c.Kind == compaction.KindMove { // reads and writes nothing
 		edit.AddFile(c.OutputLevel, files[0])
+		res.outputs = files[:1]
 		return res, db.logAndApply(edit)
 	}
 	for i, in := range job.inputs {
 		res.inputLevels[in.level] += files[i].Size
 		res.bytesIn += files[i].Size
 	}
-	out, err := db.mergeInputs(c, job.inputs, files)
+	out, err := db.mergeInputs(job, files)
 	if err != nil {
 		return res, err
 	}
+	res.outputs = out.metas
 	for _, m := range out.metas {
 		edit.AddFile(c.OutputLevel, m)
 		res.bytesOut += m.Size
@@ -201,12 +203,13 @@ func resolveInputs(v *manifest.Version, inputs []compactInput) ([]*manifest.File
 // mergeInputs merges the input tables (files; inputs names their levels)
 // into new tables, synced, with their directory entries durable. On
 // failure it deletes what it wrote.
-func (db *DB) mergeInputs(c *compaction.Compaction, inputs []compactInput, files []*manifest.FileMeta) (*compactionOutputs, error) {
-	iters := db.compactionIters(inputs, files)
+func (db *DB) mergeInputs(job *compactionJob, files []*manifest.FileMeta) (*compactionOutputs, error) {
+	c := job.c
+	iters := db.compactionIters(job.inputs, files)
 	db.mu.Lock()
 	smallest := db.mu.snapshots.oldest(db.visibleSeq.Load())
 	db.mu.Unlock()
-	out := &compactionOutputs{db: db}
+	out := &compactionOutputs{db: db, job: job.id}
 	var rd rangeDelCollector
 	rd.addTables(db, files)
 	if rd.err != nil {
@@ -296,6 +299,7 @@ func (db *DB) compactionStop(c *compaction.Compaction) func() error {
 // keeping their numbers from deleteObsoleteFiles until they are recorded.
 type compactionOutputs struct {
 	db    *DB
+	job   int      // the compaction's JobID, for the listener
 	f     vfs.File // the table being written
 	num   uint64
 	metas []*manifest.FileMeta
@@ -307,7 +311,7 @@ var _ compaction.Outputs = (*compactionOutputs)(nil)
 func (o *compactionOutputs) Create() (*sstable.Writer, error) {
 	o.num = o.db.newOutputNum()
 	o.nums = append(o.nums, o.num)
-	f, w, err := o.db.createTable(o.num)
+	f, w, err := o.db.createTable(o.num, o.job, "compacting")
 	o.f = f
 	return w, err
 }
@@ -329,7 +333,7 @@ func (o *compactionOutputs) abandon() {
 		o.f.Close()
 	}
 	for _, num := range o.nums {
-		o.db.fs.Remove(filename.Make(o.db.dir, filename.Table, num))
+		o.db.removeTable(o.job, num)
 	}
 	o.release()
 }

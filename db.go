@@ -44,6 +44,8 @@ type DB struct {
 	opts Options
 	fs   vfs.FS
 	lock io.Closer
+	// events delivers to Options.EventListener; nil without one.
+	events *events
 
 	vs         *manifest.VersionSet
 	blockCache *cache.Cache
@@ -372,5 +374,6 @@ func (db *DB) close() error {
 	}
 	err = errors.CombineErrors(err, db.closeInfoLog())
 	err = errors.CombineErrors(err, db.lock.Close())
+	db.events.close() // every callback has returned
 	return err
 }

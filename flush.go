@@ -17,6 +17,8 @@ type immMemtable struct {
 	// tableNum is the number of the table its flush writes, set (under
 	// db.mu) when the flush starts; 0 before.
 	tableNum uint64
+	// reason is why it was switched out, for the listener's FlushInfo.
+	reason string
 }
 
 // maxImmutables is the most full memtables that may wait to be flushed
@@ -141,9 +143,11 @@ func (db *DB) waitFlushTurn(imm *immMemtable) error {
 // Options.MaxImmutableMemtables memtables already wait for a flush or
 // level 0 holds l0StopTables: then the write waits. Called by the commit
 // leader only.
-func (db *DB) makeRoomLocked(force bool) error {
+func (db *DB) makeRoomLocked(force bool) (err error) {
 	slowed, synced := force, false
 	var counted [numStallKinds]bool
+	var stall stallEvent
+	defer func() { stall.end(db.events, err) }()
 	for {
 		switch {
 		case db.mu.closed:
@@ -165,9 +169,11 @@ func (db *DB) makeRoomLocked(force bool) error {
 		case !force && db.mu.mem.ApproximateSize() < db.opts.WriteBufferSize:
 			return nil
 		case len(db.mu.imm) >= db.opts.MaxImmutableMemtables:
+			stall.begin(db.events, force, "memtable count limit reached")
 			db.waitLocked(force, stallMemtable, &counted)
 			continue
 		case db.l0Tables.Load() >= l0StopTables:
+			stall.begin(db.events, force, "L0 file count limit exceeded")
 			db.waitLocked(force, stallL0, &counted)
 			continue
 		case !synced:
@@ -179,7 +185,11 @@ func (db *DB) makeRoomLocked(force bool) error {
 			}
 			continue
 		}
-		return db.switchMemtableLocked()
+		reason := "memtable full"
+		if force {
+			reason = "forced"
+		}
+		return db.switchMemtableLocked(reason)
 	}
 }
 
@@ -247,9 +257,9 @@ func (db *DB) waitLocked(force bool, k stallKind, counted *[numStallKinds]bool) 
 // synced when written). Finishing the retired WAL and syncing the
 // directory entry of the new one happen in the background (retireLog),
 // not on the commit path; a Sync write to the new WAL waits for them.
-func (db *DB) switchMemtableLocked() error {
+func (db *DB) switchMemtableLocked(reason string) error {
 	old := db.mu.log
-	log, err := db.openLog(db.vs.NewFileNum())
+	log, err := db.openLog(db.vs.NewFileNum(), 0)
 	if err != nil {
 		return db.setBackgroundErrorLocked(err)
 	}
@@ -258,6 +268,7 @@ func (db *DB) switchMemtableLocked() error {
 	db.noteLogLocked(log)
 	db.mu.imm = append(db.mu.imm, &immMemtable{
 		mem: db.mu.mem, lastSeq: db.commit.lastSeq, log: old, next: log, // the caller is the commit leader
+		reason: reason,
 	})
 	db.mu.mem = memtable.NewIn(db.memChunks)
 	db.mu.switched++
@@ -299,6 +310,7 @@ func (db *DB) setBackgroundErrorLocked(err error) error {
 	if db.mu.bgErr == nil {
 		db.mu.bgErr = err
 		db.opts.Logger.Error("shale: writes stopped", "err", err)
+		db.events.backgroundError(err)
 	}
 	for _, m := range db.mu.manual {
 		m.done <- db.mu.bgErr
@@ -319,7 +331,9 @@ func (db *DB) setBackgroundErrorLocked(err error) error {
 func (db *DB) flush(imm *immMemtable) {
 	defer db.bgWG.Done()
 	start := time.Now()
-	meta, err := db.flushMemtable(imm)
+	meta, err := db.flushEvents(imm.reason, imm.mem, func(job int) (*manifest.FileMeta, error) {
+		return db.flushMemtable(imm, job)
+	})
 	if err == nil {
 		// What LevelDB's LOG says of a flush, for the operator who reads
 		// it first.
@@ -380,8 +394,8 @@ func (db *DB) startFlushesLocked() {
 // flushMemtable writes imm to a table and records it, and returns the
 // table's metadata (nil if imm held nothing). The table is written at
 // once; the edit waits until every older memtable's is applied.
-func (db *DB) flushMemtable(imm *immMemtable) (*manifest.FileMeta, error) {
-	meta, err := db.writeTable(&yieldingIter{Iterator: imm.mem.NewIter()}, imm.mem.RangeDels(), imm.tableNum)
+func (db *DB) flushMemtable(imm *immMemtable, job int) (*manifest.FileMeta, error) {
+	meta, err := db.writeTable(job, &yieldingIter{Iterator: imm.mem.NewIter()}, imm.mem.RangeDels(), imm.tableNum)
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,9 @@ type logFile struct {
 	prev     *logFile
 	ready    chan struct{}
 	readyErr error
+
+	path string
+	disk *diskMonitor // times the Appender's syncs; nil: not timed
 }
 
 // An Appender takes the log's fragments one at a time, from the Writer's
@@ -39,8 +42,8 @@ var _ wal.FragmentWriter = vfs.Appender(nil)
 
 // createLog creates WAL number num and makes its directory entry durable,
 // so that a Sync write to it survives a power loss.
-func (db *DB) createLog(num uint64) (*logFile, error) {
-	l, err := db.openLog(num)
+func (db *DB) createLog(num uint64, job int) (*logFile, error) {
+	l, err := db.openLog(num, job)
 	if err != nil {
 		return nil, err
 	}
@@ -54,13 +57,14 @@ func (db *DB) createLog(num uint64) (*logFile, error) {
 
 // openLog creates WAL number num, not yet ready: its directory entry is
 // not durable until setReady.
-func (db *DB) openLog(num uint64) (*logFile, error) {
+func (db *DB) openLog(num uint64, job int) (*logFile, error) {
 	name := filename.Make(db.dir, filename.Log, num)
 	f, err := db.fs.Create(name)
+	db.events.walCreated(WALCreateInfo{JobID: job, Path: name, FileNum: num, Err: err})
 	if err != nil {
 		return nil, errors.Wrap(err, "shale: create log")
 	}
-	l := &logFile{num: num, f: f, ready: make(chan struct{})}
+	l := &logFile{num: num, f: f, ready: make(chan struct{}), path: name, disk: db.events.diskMonitor()}
 	if db.opts.WALCompression {
 		// The caller notes it in markedLogs (see rangedel_mark.go).
 		l.opts = []wal.WriterOption{wal.CompressRecords()}
@@ -141,7 +145,7 @@ func (l *logFile) sync() error {
 
 func (l *logFile) syncData() error {
 	if l.app != nil {
-		return l.app.Sync()
+		return l.disk.time(l.path, "sync", l.app.Sync)
 	}
 	return l.f.Sync()
 }

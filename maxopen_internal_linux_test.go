@@ -50,7 +50,7 @@ func layManyL0Tables(t *testing.T, dir string) {
 		// scan merges them all at once.
 		mem.Add(uint64(2*i+1), ikey.KindSet, []byte(fmt.Sprintf("key%05d", i)), []byte("value"))
 		mem.Add(uint64(2*i+2), ikey.KindSet, []byte(fmt.Sprintf("zzz%05d", manyL0Tables-1-i)), []byte("value"))
-		meta, err := db.writeTable(mem.NewIter(), nil, 0)
+		meta, err := db.writeTable(0, mem.NewIter(), nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -70,8 +70,17 @@ func (db *DB) deleteObsoleteFiles() {
 	keepManifests := len(held) > 0
 	var manifests []string
 	removed := false
+	job := db.events.newJob()
 	remove := func(name string) bool {
-		if err := db.fs.Remove(filepath.Join(db.dir, name)); err != nil {
+		path := filepath.Join(db.dir, name)
+		err := db.fs.Remove(path)
+		switch t, num, _ := filename.Parse(name); t {
+		case filename.Log:
+			db.events.walDeleted(WALDeleteInfo{JobID: job, Path: path, FileNum: num, Err: err})
+		case filename.Table:
+			db.events.tableDeleted(TableDeleteInfo{JobID: job, Path: path, FileNum: num, Err: err})
+		}
+		if err != nil {
 			db.opts.Logger.Warn("shale: remove obsolete file", "file", name, "err", err)
 			return false
 		}

@@ -56,6 +56,10 @@ func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 	if err := db.lockDir(); err != nil {
 		return nil, err
 	}
+	db.events = newEvents(o.EventListener, o.DiskSlowThreshold)
+	if db.events != nil && db.events.disk != nil {
+		db.fs = slowSyncFS{FS: fsys, m: db.events.disk}
+	}
 	defer func() {
 		if err != nil {
 			db.abandon()
@@ -99,7 +103,7 @@ func open(dir string, o Options, fsys vfs.FS) (_ *DB, err error) {
 		// older versions of its keys below it) for the next one.
 		db.mu.carryFlushing = true
 		// No writer runs yet: Open stands in for the commit leader.
-		if err := db.switchMemtableLocked(); err != nil {
+		if err := db.switchMemtableLocked("open"); err != nil {
 			db.mu.Unlock()
 			return nil, err
 		}
@@ -230,7 +234,9 @@ func (db *DB) finishRecovery(rec *replayResult) error {
 		}
 	}
 	if !rec.mem.Empty() && !carry {
-		meta, err := db.writeTable(rec.mem.NewIter(), rec.mem.RangeDels(), 0)
+		meta, err := db.flushEvents("open", rec.mem, func(job int) (*manifest.FileMeta, error) {
+			return db.writeTable(job, rec.mem.NewIter(), rec.mem.RangeDels(), 0)
+		})
 		if err != nil {
 			return err
 		}
@@ -244,7 +250,7 @@ func (db *DB) finishRecovery(rec *replayResult) error {
 	if err := db.markForCompressedLogs(); err != nil {
 		return err
 	}
-	log, err := db.createLog(db.vs.NewFileNum())
+	log, err := db.createLog(db.vs.NewFileNum(), 0)
 	if err != nil {
 		return err
 	}
@@ -297,6 +303,7 @@ func (db *DB) abandon() {
 	}
 	db.closeInfoLog()
 	db.lock.Close()
+	db.events.close() // every event of the failed Open delivered
 }
 
 type nopCloser struct{}

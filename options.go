@@ -2,6 +2,7 @@ package shale
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/sstable"
@@ -88,6 +89,8 @@ const (
 	// second (measured on a 2-core machine), so the bound keeps what a
 	// MANIFEST adds to Open near a quarter of a second.
 	DefaultMaxManifestFileSize = 16 << 20
+	// DefaultDiskSlowThreshold is Options.DiskSlowThreshold's default.
+	DefaultDiskSlowThreshold = time.Second
 )
 
 // Options configure Open. The zero value (and a nil *Options) means the
@@ -194,6 +197,15 @@ type Options struct {
 	// (the previous one kept as LOG.old), as LevelDB writes; a read-only
 	// Open with a nil Logger logs nowhere (see DB.Recovery).
 	Logger *slog.Logger
+	// EventListener, if not nil, is told of flushes, compactions, write
+	// stalls, the files the DB creates and deletes, background errors and
+	// slow syncs, on a goroutine of its own (see EventListener for how
+	// and when).
+	EventListener *EventListener
+	// DiskSlowThreshold is how long a sync may take before
+	// EventListener.DiskSlow hears of it. 0 means DefaultDiskSlowThreshold
+	// (one second). Without a DiskSlow callback syncs are not timed.
+	DiskSlowThreshold time.Duration
 
 	// disableAutoCompactions, for this package's tests that lay out
 	// levels by hand, leaves compaction to Compact.
@@ -248,6 +260,12 @@ func (o *Options) withDefaults() (Options, error) {
 	setDefault(&c.MaxConcurrentCompactions, defaultMaxConcurrentCompactions())
 	setDefault(&c.MaxImmutableMemtables, DefaultMaxImmutableMemtables)
 	setDefault(&c.TxnConflictMemory, DefaultTxnConflictMemory)
+	if c.DiskSlowThreshold < 0 {
+		return c, errors.Newf("shale: Options.DiskSlowThreshold is negative (%v)", c.DiskSlowThreshold)
+	}
+	if c.DiskSlowThreshold == 0 {
+		c.DiskSlowThreshold = DefaultDiskSlowThreshold
+	}
 	if c.MaxOpenFiles < 16 {
 		c.MaxOpenFiles = 16
 	}

@@ -79,7 +79,9 @@ func (db *DB) startReplayFlush(res *replayResult, mem *memtable.Memtable) {
 	res.flushing = f
 	go func() {
 		defer close(f.done)
-		f.meta, f.err = db.writeTable(mem.NewIter(), mem.RangeDels(), 0)
+		f.meta, f.err = db.flushEvents("open", mem, func(job int) (*manifest.FileMeta, error) {
+			return db.writeTable(job, mem.NewIter(), mem.RangeDels(), 0)
+		})
 		mem.Unref()
 	}()
 }
@@ -443,9 +445,13 @@ func (db *DB) retireLogs(rec *replayResult) error {
 			return err
 		}
 	}
+	job := db.events.newJob()
 	for _, lr := range rec.report.Logs {
 		if lr.MovedTo == "" {
-			if err := db.fs.Remove(filename.Make(db.dir, filename.Log, lr.FileNum)); err != nil {
+			path := filename.Make(db.dir, filename.Log, lr.FileNum)
+			err := db.fs.Remove(path)
+			db.events.walDeleted(WALDeleteInfo{JobID: job, Path: path, FileNum: lr.FileNum, Err: err})
+			if err != nil {
 				return errors.Wrap(err, "shale: remove replayed log")
 			}
 		}

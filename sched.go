@@ -21,6 +21,7 @@ type compactionJob struct {
 	inputs  []compactInput // every input table with its level
 	running compaction.Running
 	manual  *manualCompaction // nil for an automatic one
+	id      int               // JobID, for the listener
 }
 
 // manualCompaction is a Compact call waiting for, then taking, its turn.
@@ -134,6 +135,12 @@ func (db *DB) startLocked(job *compactionJob) {
 // unless Close interrupted it, and the scheduler is asked for more work.
 func (db *DB) runJob(job *compactionJob) {
 	defer db.bgWG.Done()
+	job.id = db.events.newJob()
+	var info CompactionInfo
+	if db.events.wantCompactions() {
+		info = db.compactionInfo(job)
+		db.events.compactionBegin(info)
+	}
 	start := time.Now()
 	res, err := db.runCompaction(job)
 	if err == nil {
@@ -161,6 +168,14 @@ func (db *DB) runJob(job *compactionJob) {
 	db.mu.bgCond.Broadcast()
 	db.maybeScheduleLocked()
 	db.mu.Unlock()
+	if db.events.wantCompactions() {
+		for _, m := range res.outputs {
+			info.Output.Tables = append(info.Output.Tables, tableInfo(job.c.OutputLevel, m))
+		}
+		info.OutputBytes = info.Output.Bytes()
+		info.Duration, info.Err = time.Since(start), err
+		db.events.compactionEnd(info)
+	}
 	if err == nil {
 		db.deleteObsoleteFiles()
 		db.maybeUnmark() // it may have dropped the last range deletion
@@ -242,4 +257,25 @@ func userRangeOf(files []*manifest.FileMeta) (lo, hi []byte) {
 		}
 	}
 	return lo, hi
+}
+
+// compactionInfo describes job for CompactionBegin.
+func (db *DB) compactionInfo(job *compactionJob) CompactionInfo {
+	c := job.c
+	info := CompactionInfo{JobID: job.id, Reason: c.Kind.String(), Output: LevelInfo{Level: c.OutputLevel}}
+	v := db.vs.Current()
+	defer v.Unref()
+	files, err := resolveInputs(v, job.inputs)
+	if err != nil {
+		return info // runCompaction fails the same way, and says so
+	}
+	for i, in := range job.inputs {
+		if n := len(info.Input); n == 0 || info.Input[n-1].Level != in.level {
+			info.Input = append(info.Input, LevelInfo{Level: in.level})
+		}
+		li := &info.Input[len(info.Input)-1]
+		li.Tables = append(li.Tables, tableInfo(in.level, files[i]))
+		info.InputBytes += uint64(files[i].Size)
+	}
+	return info
 }

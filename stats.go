@@ -15,6 +15,8 @@ type TableInfo struct {
 	Size    int64  // bytes
 	// Smallest and Largest are the table's smallest and largest user keys.
 	Smallest, Largest []byte
+	// LargestSeqNum is the sequence number of the table's newest entry.
+	LargestSeqNum uint64
 }
 
 // Stats is a description of the database's files and memory at one moment.
@@ -51,8 +53,9 @@ func (db *DB) Stats() (Stats, error) {
 		for _, f := range files {
 			s.Tables = append(s.Tables, TableInfo{
 				Level: level, FileNum: f.Num, Size: f.Size,
-				Smallest: append([]byte(nil), ikey.UserKey(f.Smallest)...),
-				Largest:  append([]byte(nil), ikey.UserKey(f.Largest)...),
+				Smallest:      append([]byte(nil), ikey.UserKey(f.Smallest)...),
+				Largest:       append([]byte(nil), ikey.UserKey(f.Largest)...),
+				LargestSeqNum: f.LargestSeq,
 			})
 		}
 	}

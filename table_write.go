@@ -15,7 +15,7 @@ import (
 // the directory, and returns its metadata, or nil if it had neither. The table is not live until an
 // edit that adds it has been applied. num is its number, already among
 // the pending outputs, or 0 to take one.
-func (db *DB) writeTable(it iterator.Iterator, rdels rangedel.Spans, num uint64) (meta *manifest.FileMeta, err error) {
+func (db *DB) writeTable(job int, it iterator.Iterator, rdels rangedel.Spans, num uint64) (meta *manifest.FileMeta, err error) {
 	defer func() { err = errors.CombineErrors(err, it.Close()) }()
 	ok := it.First()
 	if !ok && (len(rdels) == 0 || it.Err() != nil) {
@@ -27,7 +27,7 @@ func (db *DB) writeTable(it iterator.Iterator, rdels rangedel.Spans, num uint64)
 	if num == 0 {
 		num = db.newOutputNum()
 	}
-	f, w, err := db.createTable(num)
+	f, w, err := db.createTable(num, job, "flushing")
 	if err != nil {
 		db.releaseOutputNums(num)
 		return nil, err
@@ -47,7 +47,7 @@ func (db *DB) writeTable(it iterator.Iterator, rdels rangedel.Spans, num uint64)
 	}
 	if err != nil {
 		f.Close() // a no-op error if finishTable closed it
-		db.fs.Remove(filename.Make(db.dir, filename.Table, num))
+		db.removeTable(job, num)
 		db.releaseOutputNums(num)
 		return nil, errors.Wrapf(err, "shale: write table %06d", num)
 	}
@@ -90,18 +90,29 @@ func (db *DB) discardTable(meta *manifest.FileMeta) {
 		return
 	}
 	db.tables.Evict(meta.Num)
-	if err := db.fs.Remove(filename.Make(db.dir, filename.Table, meta.Num)); err != nil {
+	if err := db.removeTable(0, meta.Num); err != nil {
 		db.opts.Logger.Warn("shale: remove abandoned table", "table", meta.Num, "err", err)
 	}
 	db.releaseOutputNums(meta.Num)
 }
 
-// createTable creates table file num and a writer over it.
-func (db *DB) createTable(num uint64) (vfs.File, *sstable.Writer, error) {
-	f, err := db.fs.Create(filename.Make(db.dir, filename.Table, num))
+// removeTable removes table file num and tells the listener.
+func (db *DB) removeTable(job int, num uint64) error {
+	name := filename.Make(db.dir, filename.Table, num)
+	err := db.fs.Remove(name)
+	db.events.tableDeleted(TableDeleteInfo{JobID: job, Path: name, FileNum: num, Err: err})
+	return err
+}
+
+// createTable creates table file num and a writer over it, for job
+// (reason: "flushing" or "compacting").
+func (db *DB) createTable(num uint64, job int, reason string) (vfs.File, *sstable.Writer, error) {
+	name := filename.Make(db.dir, filename.Table, num)
+	f, err := db.fs.Create(name)
 	if err != nil {
 		return nil, nil, errors.Wrapf(err, "shale: create table %06d", num)
 	}
+	db.events.tableCreated(TableCreateInfo{JobID: job, Reason: reason, Path: name, FileNum: num})
 	return f, sstable.NewWriter(f, db.tableWriterOptions()), nil
 }
 

@@ -70,6 +70,9 @@ type fileAppender struct {
 }
 
 func appendTo(f File) (Appender, error) {
+	if w, ok := f.(*watchedFile); ok {
+		f = w.File // the caller times the Appender's syncs itself
+	}
 	of, ok := f.(*osFile)
 	if !ok || of.dir {
 		return nil, nil

@@ -103,3 +103,17 @@ type FS interface {
 	// releases the lock.
 	Lock(name string, shared bool) (io.Closer, error)
 }
+
+// WatchSync returns f with its Sync run through watch, which must call the
+// sync it is given and return its error (to time it, say). AppendTo sees
+// through the result to f: its caller watches the Appender's syncs.
+func WatchSync(f File, watch func(sync func() error) error) File {
+	return &watchedFile{File: f, watch: watch}
+}
+
+type watchedFile struct {
+	File
+	watch func(func() error) error
+}
+
+func (w *watchedFile) Sync() error { return w.watch(w.File.Sync) }
