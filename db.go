@@ -46,6 +46,10 @@ type DB struct {
 	lock io.Closer
 	// events delivers to Options.EventListener; nil without one.
 	events *events
+	// openEditMayBeDurable is set once Open's MANIFEST edit, which names
+	// the tables and the log Open wrote, may be on disk: a failed Open
+	// then keeps them.
+	openEditMayBeDurable bool
 
 	vs         *manifest.VersionSet
 	blockCache *cache.Cache

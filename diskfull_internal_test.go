@@ -2,6 +2,7 @@ package shale
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"strings"
 	"syscall"
@@ -76,4 +77,140 @@ func TestOpenPermissionDenied(t *testing.T) {
 		t.Fatalf("read-only Open of the same directory: %v", err)
 	}
 	ro.Close()
+}
+
+// walOnlyImage returns a MemFS whose database holds n writes of 1 KiB
+// only in its WAL (more than Open carries forward: replay writes a
+// table), as a crash leaves it.
+func walOnlyImage(t *testing.T, n int) *vfs.MemFS {
+	t.Helper()
+	mem := vfs.NewMem()
+	o, _ := (&Options{WriteBufferSize: 16 << 20}).withDefaults()
+	db, err := open("db", o, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := strings.Repeat("v", 1024)
+	for i := range n {
+		if err := db.Put([]byte(fmt.Sprintf("k%06d", i)), []byte(val), Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	img := mem.CrashClone()
+	db.Close()
+	return img
+}
+
+// dbFiles lists the tables and logs in db, by name.
+func dbFiles(t *testing.T, fsys vfs.FS) map[string]bool {
+	t.Helper()
+	names, err := fsys.List("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]bool{}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".ldb") || strings.HasSuffix(n, ".log") {
+			m[n] = true
+		}
+	}
+	return m
+}
+
+// TestFailedOpenRemovesItsFiles: an Open that fails on a full disk after
+// writing the table of the replayed log, and its new log, removes both
+// when its MANIFEST edit did not reach the file (so that each failed Open
+// does not leave another table behind), and keeps them when the edit was
+// written and only its sync failed (the edit may be on disk). Either way
+// the next Open has every write.
+func TestFailedOpenRemovesItsFiles(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		op   vfs.Op
+		keep bool
+	}{
+		{"edit write fails", vfs.OpWrite, false},
+		{"edit sync fails", vfs.OpSync, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			img := walOnlyImage(t, 3000)
+			before := dbFiles(t, img)
+			manifestCalls := 0
+			ffs := vfs.NewFault(img, func(call vfs.Call) error {
+				// The first write and sync of a MANIFEST are Open's new
+				// MANIFEST; the second, its edit naming the table.
+				if call.Op == c.op && strings.Contains(call.Path, "MANIFEST") {
+					if manifestCalls++; manifestCalls == 2 {
+						return syscall.ENOSPC
+					}
+				}
+				return nil
+			})
+			o, _ := (&Options{}).withDefaults()
+			if _, err := open("db", o, ffs); !errors.Is(markDiskFull(err), ErrDiskFull) {
+				t.Fatalf("Open: %v; want ENOSPC", err)
+			}
+			after := dbFiles(t, img)
+			var added []string
+			for n := range after {
+				if !before[n] {
+					added = append(added, n)
+				}
+			}
+			switch {
+			case !c.keep && len(added) > 0:
+				t.Fatalf("the failed Open left %v behind", added)
+			case c.keep && len(added) != 2:
+				t.Fatalf("the failed Open, whose edit may be on disk, kept %v; want its table and log", added)
+			}
+			for n := range before {
+				if !after[n] {
+					t.Fatalf("the failed Open removed %s", n)
+				}
+			}
+			db, err := open("db", o, img)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			for _, k := range []int{0, 1500, 2999} {
+				if _, err := db.Get([]byte(fmt.Sprintf("k%06d", k))); err != nil {
+					t.Fatalf("k%06d after the failed Open: %v", k, err)
+				}
+			}
+		})
+	}
+}
+
+// TestOpenRemovesLeftoversFirst: a table no version names (a flush whose
+// edit never landed) is removed before Open creates anything: on a full
+// disk it may be all the free space there is.
+func TestOpenRemovesLeftoversFirst(t *testing.T) {
+	img := walOnlyImage(t, 100)
+	f, err := img.Create("db/000900.ldb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(make([]byte, 1<<20))
+	f.Close()
+	var rec vfs.Recorder
+	ffs := vfs.NewFault(img, rec.Inject)
+	o, _ := (&Options{}).withDefaults()
+	db, err := open("db", o, ffs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	removedAt, firstCreate := -1, -1
+	for i, c := range rec.Calls() {
+		switch {
+		case c.Op == vfs.OpRemove && strings.HasSuffix(c.Path, "000900.ldb"):
+			removedAt = i
+		case c.Op == vfs.OpCreate && firstCreate < 0 && !strings.HasSuffix(c.Path, "LOG") && !strings.HasSuffix(c.Path, "LOCK"):
+			firstCreate = i
+		}
+	}
+	if removedAt < 0 || removedAt > firstCreate {
+		t.Fatalf("the leftover table was removed at call %d, the first file created at call %d", removedAt, firstCreate)
+	}
 }

@@ -35,14 +35,32 @@ var (
 	// error means for the database: as for any failed write, nothing is
 	// acknowledged until a reopen, and every write acknowledged before it
 	// is kept.
+	//
+	// Writes do not resume by themselves once space is freed (RocksDB's
+	// automatic recovery from ENOSPC does): after a failed write or sync
+	// the kernel may have dropped pages the DB had handed it, so what is in
+	// memory may no longer be what is on disk, and only a replay of the
+	// log tells. Free space, Close the DB (which releases its lock and
+	// files even when it returns the error) and Open it again. Open needs
+	// room for what it replays (see Open).
 	ErrDiskFull = errors.New("shale: disk full")
 )
 
 // diskFullError marks err, which came from a full disk, so that errors.Is
 // matches ErrDiskFull as well as whatever err matched.
-type diskFullError struct{ err error }
+// An Open's says what Open needs (openError); any other's says how to
+// resume.
+type diskFullError struct {
+	err    error
+	atOpen bool
+}
 
-func (e *diskFullError) Error() string        { return e.err.Error() }
+func (e *diskFullError) Error() string {
+	if e.atOpen {
+		return e.err.Error()
+	}
+	return e.err.Error() + " (the disk is full: free space, then Close the DB and Open it again to write; acknowledged writes are kept)"
+}
 func (e *diskFullError) Unwrap() error        { return e.err }
 func (e *diskFullError) Is(target error) bool { return target == ErrDiskFull }
 
@@ -52,7 +70,7 @@ func markDiskFull(err error) error {
 	if err == nil || !diskFull(err) || stderrors.Is(err, ErrDiskFull) {
 		return err
 	}
-	return &diskFullError{err}
+	return &diskFullError{err: err}
 }
 
 // corruptionError marks err as corruption while keeping err's own chain,

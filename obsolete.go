@@ -99,7 +99,9 @@ func (db *DB) deleteObsoleteFiles() {
 			}
 		case filename.Table:
 			if _, isLive := live[num]; !isLive {
-				db.tables.Evict(num)
+				if db.tables != nil { // nil in Open's pass before replay
+					db.tables.Evict(num)
+				}
 				keepManifests = !remove(name) || keepManifests
 			}
 		case filename.Manifest:

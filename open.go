@@ -24,6 +24,18 @@ import (
 // seen according to opts.Recovery, makes what it replayed durable in a
 // table, retires those logs and starts a new one. What the replay found is
 // available from Recovery and logged to opts.Logger.
+//
+// Space: before it writes anything, a writable Open removes the files no
+// version needs (a table a failed flush left, logs already in tables, old
+// MANIFESTs). It then needs free space for a new MANIFEST (a snapshot of
+// the table list: about 100 bytes a table), for the table of the records
+// the logs hold (no more than the .log files' size; none if they hold
+// less than a quarter of WriteBufferSize, which is carried into the new
+// log instead), and for a new log (space is reserved for it ahead only
+// where there is room). The replayed logs are deleted once the table is
+// recorded, giving their space back. An Open that fails removes the table
+// and log it wrote unless its MANIFEST edit may have reached the disk, so
+// failed Opens on a full disk do not fill it further.
 func Open(dir string, opts *Options) (*DB, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -44,6 +56,10 @@ func openError(dir string, o Options, err error) error {
 	if err != nil && !o.ReadOnly && stderrors.Is(err, fs.ErrPermission) {
 		err = errors.Wrapf(err, "shale: open %s: the directory or its files may not be written "+
 			"(Options.ReadOnly opens a database without writing anything)", dir)
+	}
+	if err != nil && diskFull(err) && !stderrors.Is(err, ErrDiskFull) {
+		return &diskFullError{err: errors.Wrapf(err, "shale: open %s: the disk is full; free space and Open again: Open needs room "+
+			"for a table of the records its logs hold, about the size of the .log files, whose space comes back once it is written", dir), atOpen: true}
 	}
 	return markDiskFull(err)
 }
@@ -178,7 +194,12 @@ func (db *DB) loadVersions() error {
 			break
 		}
 		if err = db.checkFilesAgainstManifest(); err == nil && !db.opts.ReadOnly {
-			err = db.vs.StartWriting()
+			// Before anything new is written: what an earlier Open or a
+			// crash left behind (a table of a flush whose edit never
+			// landed) may be all the free space a full disk has.
+			if err = db.removeLeftovers(); err == nil {
+				err = db.vs.StartWriting()
+			}
 		}
 	case stderrors.Is(err, fs.ErrNotExist) && !db.opts.ReadOnly:
 		if err := db.checkNoTables(); err != nil {
@@ -271,8 +292,12 @@ func (db *DB) finishRecovery(rec *replayResult) error {
 	edit.SetLastSequence(rec.tableSeq)
 	db.vs.SetLastSequence(rec.tableSeq)
 	if err = db.logAndApply(edit); err != nil {
-		return err // the new table stays: the edit may be on disk
+		// The new table and log stay if the edit may be on disk;
+		// otherwise the failed Open removes them (removeOpenOutputs).
+		db.openEditMayBeDurable = !errors.Is(err, manifest.ErrEditNotWritten)
+		return err
 	}
+	db.openEditMayBeDurable = true
 	for _, nf := range edit.NewFiles {
 		db.releaseOutputNums(nf.Meta.Num)
 	}
@@ -284,11 +309,13 @@ func (db *DB) finishRecovery(rec *replayResult) error {
 	return nil
 }
 
-// abandon releases what a failed Open acquired.
+// abandon releases what a failed Open acquired, and removes the files it
+// wrote that no MANIFEST edit names.
 func (db *DB) abandon() {
 	if db.mu.log != nil {
 		db.mu.log.close()
 	}
+	db.removeOpenOutputs()
 	if db.mu.mem != nil {
 		db.mu.mem.Unref()
 	}
@@ -331,3 +358,49 @@ type noDatabaseError struct{ dir string }
 
 func (e *noDatabaseError) Error() string        { return "shale: no database in " + e.dir }
 func (e *noDatabaseError) Is(target error) bool { return target == fs.ErrNotExist }
+
+// removeLeftovers removes, before a writable Open writes anything, the
+// files no version needs (deleteObsoleteFiles): tables of a flush or
+// compaction whose edit never landed, logs already in tables, old
+// MANIFESTs. A failed directory sync fails the Open.
+func (db *DB) removeLeftovers() error {
+	db.deleteObsoleteFiles()
+	return db.bgErr()
+}
+
+// removeOpenOutputs removes, when Open fails, the tables and the log it
+// wrote, unless the edit that names them may be on disk: the tables of
+// the replayed records (still among the pending outputs until that edit
+// is applied) and the new WAL. The logs they came from are still there,
+// so the next Open replays them again; without this each failed Open on
+// a full disk would leave another table behind.
+func (db *DB) removeOpenOutputs() {
+	if db.openEditMayBeDurable || db.opts.ReadOnly || db.vs == nil {
+		return
+	}
+	var nums []uint64
+	db.mu.Lock()
+	for num := range db.mu.pendingOutputs {
+		nums = append(nums, num)
+	}
+	db.mu.pendingOutputs = make(map[uint64]struct{})
+	db.mu.Unlock()
+	removed := false
+	for _, num := range nums {
+		if db.tables != nil {
+			db.tables.Evict(num)
+		}
+		if err := db.removeTable(0, num); err == nil {
+			removed = true
+		}
+	}
+	if db.mu.log != nil {
+		path := filename.Make(db.dir, filename.Log, db.mu.log.num)
+		err := db.fs.Remove(path)
+		db.events.walDeleted(WALDeleteInfo{Path: path, FileNum: db.mu.log.num, Err: err})
+		removed = removed || err == nil
+	}
+	if removed {
+		_ = db.syncDir() // best effort: a removal that is lost is redone by the next Open
+	}
+}

@@ -16,6 +16,14 @@ var ErrCorrupt = errors.New("manifest: corrupt")
 // ErrReadOnly is returned by LogAndApply on a VersionSet loaded read-only.
 var ErrReadOnly = errors.New("manifest: version set is read-only")
 
+// ErrEditNotWritten is matched by the error of a LogAndApply whose edit
+// cannot be on disk as a whole record: the edit was refused before
+// anything was written, or the write of its record failed (a write that
+// fails leaves at most a prefix of the record, which a reader drops as a
+// torn tail, and nothing is appended after it). A failed sync does not
+// match: the record was written and may be durable.
+var ErrEditNotWritten = errors.New("manifest: edit not written")
+
 // corruptError is damage: its message says what and where, cause (if any)
 // is the lower-level error (for example one matching wal.ErrCorrupt), and it
 // matches ErrCorrupt through Is.

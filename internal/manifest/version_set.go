@@ -339,31 +339,42 @@ func writeSynced(w *wal.Writer, f vfs.File, rec []byte) error {
 // An invalid edit (bad level or key, a file number not yet allocated, a
 // log number going backwards, a result breaking the level invariants) is
 // refused before anything is written. A failed write or sync is sticky:
-// whether the edit reached the disk is unknown, so this and every later
-// call return the error and the engine must stop changing files (a fresh
-// Load decides). Calls are serialized; readers are not blocked meanwhile.
+// whether the edit reached the disk is unknown after a failed sync, so
+// this and every later call return the error and the engine must stop
+// changing files (a fresh Load decides). An error that matches
+// ErrEditNotWritten says the edit cannot be on disk. Calls are
+// serialized; readers are not blocked meanwhile.
 func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
 	vs.logMu.Lock()
 	defer vs.logMu.Unlock()
 	if vs.readOnly {
-		return ErrReadOnly
+		return errors.Mark(ErrReadOnly, ErrEditNotWritten)
 	}
 	if vs.err != nil {
-		return vs.err
+		return errors.Mark(vs.err, ErrEditNotWritten) // nothing written after the failure
 	}
 	base := vs.Current() // stays current: only LogAndApply installs, under logMu
 	defer base.Unref()
 	if err := vs.fillEdit(e); err != nil {
-		return err
+		return errors.Mark(err, ErrEditNotWritten)
 	}
 	b := newBuilder(base)
 	b.apply(e)
 	v, err := b.finish()
 	if err != nil {
-		return errors.Wrap(err, "manifest: edit refused")
+		return errors.Mark(errors.Wrap(err, "manifest: edit refused"), ErrEditNotWritten)
 	}
-	if err := writeSynced(vs.manifestLog, vs.manifest, e.Encode(nil)); err != nil {
-		vs.err = errors.Wrapf(err, "manifest: write %s", filename.Name(filename.Manifest, vs.ManifestNumber()))
+	name := filename.Name(filename.Manifest, vs.ManifestNumber())
+	err = vs.manifestLog.WriteRecord(e.Encode(nil))
+	if err == nil {
+		err = vs.manifestLog.Flush()
+	}
+	if err != nil {
+		vs.err = errors.Wrapf(err, "manifest: write %s", name)
+		return errors.Mark(vs.err, ErrEditNotWritten)
+	}
+	if err := vs.manifest.Sync(); err != nil {
+		vs.err = errors.Wrapf(err, "manifest: sync %s", name)
 		return vs.err
 	}
 	vs.lastSeq.Store(e.LastSequence)
