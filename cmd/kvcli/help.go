@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 var helpCmd = &command{
@@ -116,20 +117,46 @@ one of the three fields for the key and one for the value:
 and in all output: "kvcli --hex put 00ff 6869" sets the key 0x00 0xff.
 `
 
-// writeHelp prints the command list.
+// writeHelp prints the command list: each command's usage, then its
+// summary, every summary in the column after the longest usage.
 func writeHelp(w *bufio.Writer, _ []string) error {
 	w.WriteString(helpHeader)
+	// Summaries start in one column, past the longest usage that fits in
+	// maxUsageColumn; a longer usage has its line to itself, and its
+	// summary goes on the next line in that column (as the global flags'
+	// list does), so that lines stay near 80 characters.
+	width := 0
+	for _, c := range commands {
+		if n := utf8.RuneCountInString(usage(c)); !c.hidden && n <= maxUsageColumn {
+			width = max(width, n)
+		}
+	}
 	for _, c := range commands {
 		if c.hidden {
 			continue
 		}
-		fmt.Fprintf(w, "  %-18s %s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
+		u := usage(c)
+		if utf8.RuneCountInString(u) > width {
+			fmt.Fprintf(w, "  %s\n  %-*s  %s\n", u, width, "", c.summary)
+			continue
+		}
+		// fmt pads to a width in runes, as utf8.RuneCountInString counts.
+		fmt.Fprintf(w, "  %-*s  %s\n", width, u, c.summary)
 	}
 	_, err := w.WriteString(helpFooter)
 	if err != nil {
 		return err
 	}
 	return errHelpShown
+}
+
+// maxUsageColumn is the widest usage that shares a line with its summary
+// in the command list.
+const maxUsageColumn = 20
+
+// usage is a command's name and arguments, as the command list shows them.
+func usage(c *command) string {
+	return strings.TrimSpace(c.name + " " + c.args)
 }
 
 // writeCommandHelp prints one command's help: synopsis, detail and flags.
