@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"bytes"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -420,7 +421,8 @@ func (e *events) tableDeleted(info TableDeleteInfo) {
 func tableInfo(level int, f *manifest.FileMeta) TableInfo {
 	return TableInfo{
 		Level: level, FileNum: f.Num, Size: f.Size,
-		Smallest: ikey.UserKey(f.Smallest), Largest: ikey.UserKey(f.Largest),
+		// Copies: the version's keys must not reach a callback.
+		Smallest: bytes.Clone(ikey.UserKey(f.Smallest)), Largest: bytes.Clone(ikey.UserKey(f.Largest)),
 		LargestSeqNum: f.LargestSeq,
 	}
 }

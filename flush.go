@@ -259,7 +259,7 @@ func (db *DB) waitLocked(force bool, k stallKind, counted *[numStallKinds]bool) 
 // not on the commit path; a Sync write to the new WAL waits for them.
 func (db *DB) switchMemtableLocked(reason string) error {
 	old := db.mu.log
-	log, err := db.openLog(db.vs.NewFileNum(), 0)
+	log, err := db.openLog(db.vs.NewFileNum(), db.events.newJob())
 	if err != nil {
 		return db.setBackgroundErrorLocked(err)
 	}
