@@ -545,3 +545,64 @@ func (f *blockFile) Sync() error {
 	f.g.before("sync", f.path)
 	return f.File.Sync()
 }
+
+// TestEventListenerCompactionClosed: a manual compaction that Close
+// interrupts ends with ErrClosed, and Close returns only after its
+// CompactionEnd was delivered.
+func TestEventListenerCompactionClosed(t *testing.T) {
+	var log eventLog
+	hold := make(chan struct{})
+	var holding atomic.Bool
+	fs := &blockFS{FS: vfs.NewMem(), before: func(op, path string) {
+		if op == "create" && strings.HasSuffix(path, ".ldb") && holding.Load() {
+			<-hold
+		}
+	}}
+	db, err := Open("/db", &Options{FS: fs, WriteBufferSize: 256 << 10, EventListener: log.listener()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := strings.Repeat("v", 100)
+	for i := range 60000 {
+		if err := db.Put([]byte(fmt.Sprintf("k%07d", i*7919%60000)), []byte(val), NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, db)
+	holding.Store(true)
+	compacted := make(chan error, 1)
+	go func() { compacted <- db.Compact(nil, nil) }()
+	waitCond(t, "the manual compaction's CompactionBegin", func() bool {
+		for _, ev := range log.all() {
+			if c, ok := ev.(CompactionInfo); ok && !c.Done && c.Reason == "manual" {
+				return true
+			}
+		}
+		return false
+	})
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	waitCond(t, "Close to begin", db.closing.Load)
+	holding.Store(false)
+	close(hold)
+	if err := <-compacted; !errors.Is(err, ErrClosed) {
+		t.Fatalf("Compact: %v; want ErrClosed", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	log.closed.Store(true)
+	_, compactions, _ := checkPairs(t, log.all())
+	var manual *CompactionInfo
+	for i := range compactions {
+		if compactions[i].Reason == "manual" {
+			manual = &compactions[i]
+		}
+	}
+	if manual == nil || !errors.Is(manual.Err, ErrClosed) || len(manual.Output.Tables) != 0 {
+		t.Fatalf("the interrupted manual compaction ended as %+v; want ErrClosed and no output", manual)
+	}
+}
