@@ -231,11 +231,12 @@ func dirUsage(fsys vfs.FS, dir string) (uint64, error) {
 	return n, nil
 }
 
-// Check reads every key and value of the database with a new iterator,
-// which verifies the checksum of every table block it reads from disk
-// (blocks already in the block cache were verified when read), and
-// returns the iterator's error: one matching shale.ErrCorruption for
-// damage. It stops with ctx's error when ctx is done.
+// Check runs shale's DB.Verify, the checks kvcli check makes, on the
+// open database: every record of the MANIFEST and of the live write-ahead
+// logs, and every block of every live table, read from disk, not from the
+// caches. It returns an error matching shale.ErrCorruption (a
+// *shale.VerifyError naming each damaged file and offset) for damage, and
+// ctx's error when ctx is done first.
 func (d *Datastore) Check(ctx context.Context) error {
 	return d.verify(ctx, "check")
 }
@@ -246,19 +247,10 @@ func (d *Datastore) Scrub(ctx context.Context) error {
 	return d.verify(ctx, "scrub")
 }
 
-// verify walks every entry; op names the caller in the error.
+// verify runs DB.Verify; op names the caller in the error.
 func (d *Datastore) verify(ctx context.Context, op string) error {
-	it := d.openIter(d.db.NewIterator)(nil)
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		if n++; n%ctxCheckEvery == 0 && ctx.Err() != nil {
-			_ = it.Close()
-			return errors.Wrapf(ctx.Err(), "datastore: %s", op)
-		}
-		_ = it.Value()
-	}
-	if err := it.Close(); err != nil {
-		return errors.Wrapf(err, "datastore: %s after %d entries", op, n)
+	if err := d.db.Verify(ctx); err != nil {
+		return errors.Wrapf(err, "datastore: %s", op)
 	}
 	return nil
 }

@@ -194,6 +194,55 @@ func TestCheckDamage(t *testing.T) {
 	}
 }
 
+// TestCheckDamageWhileOpen: damage that reaches the files of an open
+// datastore after its blocks were read is found, in a table (whose blocks
+// sit in the block cache) and in the log taking writes: Check reads the
+// files, not the caches.
+func TestCheckDamageWhileOpen(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range []string{"ldb", "log"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			d, err := datastore.New(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			putMany(t, d, 3000)
+			for i := range 100 { // in the log only
+				if err := d.Put(ctx, ds.NewKey(fmt.Sprintf("/w/%05d", i)), value(i, 100)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.Check(ctx); err != nil { // reads every block into the cache
+				t.Fatal(err)
+			}
+			files, _ := filepath.Glob(filepath.Join(dir, "*."+kind))
+			if len(files) == 0 {
+				t.Fatalf("no .%s file", kind)
+			}
+			f, err := os.OpenFile(files[len(files)-1], os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := make([]byte, 1)
+			if _, err := f.ReadAt(b, 100); err != nil {
+				t.Fatal(err)
+			}
+			b[0] ^= 0x55
+			if _, err := f.WriteAt(b, 100); err != nil {
+				t.Fatal(err)
+			}
+			_ = f.Close()
+			err = d.Check(ctx)
+			var ve *shale.VerifyError
+			if !errors.Is(err, shale.ErrCorruption) || !errors.As(err, &ve) || ve.Damage[0].File != filepath.Base(files[len(files)-1]) {
+				t.Fatalf("check after damage to %s: %v", filepath.Base(files[len(files)-1]), err)
+			}
+		})
+	}
+}
+
 func TestClosed(t *testing.T) {
 	ctx := context.Background()
 	d, err := datastore.New(t.TempDir(), nil)

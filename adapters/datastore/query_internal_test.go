@@ -106,17 +106,6 @@ func TestQueryBounded(t *testing.T) {
 	}
 }
 
-// TestCheckVisitsAll: Check reads every key with one iterator.
-func TestCheckVisitsAll(t *testing.T) {
-	d, visited := countingStore(t)
-	if err := d.Check(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if len(*visited) != 100*50*2 {
-		t.Fatalf("check visited %d keys, want %d", len(*visited), 100*50*2)
-	}
-}
-
 func TestPlan(t *testing.T) {
 	type want struct {
 		lo, hi  string // "-" for nil

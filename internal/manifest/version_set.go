@@ -563,6 +563,15 @@ func (vs *VersionSet) prevLogNumber() uint64 {
 // 0 for a read-only set. Atomic.
 func (vs *VersionSet) ManifestSize() int64 { return vs.size.Load() }
 
+// ManifestWritten returns the number of the MANIFEST being written and
+// how many bytes of it are written, complete records all, as of one
+// moment (between edits).
+func (vs *VersionSet) ManifestWritten() (num uint64, size int64) {
+	vs.logMu.Lock()
+	defer vs.logMu.Unlock()
+	return vs.ManifestNumber(), vs.size.Load()
+}
+
 // ManifestNumber returns the number of the MANIFEST that CURRENT names.
 // Other MANIFESTs in the directory are obsolete once Create or a writable
 // Load has returned.
