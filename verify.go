@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"strings"
 
@@ -100,7 +101,7 @@ func (db *DB) Verify(ctx context.Context) error {
 		}
 	}
 	for _, l := range db.liveLogs() {
-		if err := vr.log(l.num, l.size); err != nil {
+		if err := vr.log(l); err != nil {
 			return err
 		}
 	}
@@ -117,24 +118,36 @@ func (db *DB) isClosed() bool {
 	return db.mu.closed
 }
 
-// verifyLog is a write-ahead log Verify reads, up to size bytes.
+// verifyLog is a write-ahead log Verify reads, up to size bytes. A torn
+// tail is damage unless tornOK: a read-only DB's newest log may end in one.
 type verifyLog struct {
-	num  uint64
-	size int64
+	num    uint64
+	size   int64
+	tornOK bool
 }
 
 // liveLogs lists the logs the open database still needs: those of the
 // memtables waiting for a flush (finished) and the one taking writes (up
-// to what has been appended).
+// to what has been appended); for a read-only DB, the logs it replayed,
+// whole, as they are on disk.
 func (db *DB) liveLogs() []verifyLog {
+	if db.opts.ReadOnly {
+		var logs []verifyLog
+		for i, lr := range db.recovery.Logs {
+			if lr.MovedTo == "" {
+				logs = append(logs, verifyLog{lr.FileNum, math.MaxInt64, i == len(db.recovery.Logs)-1})
+			}
+		}
+		return logs
+	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	var logs []verifyLog
 	for _, imm := range db.mu.imm {
-		logs = append(logs, verifyLog{imm.log.num, imm.log.size.Load()})
+		logs = append(logs, verifyLog{num: imm.log.num, size: imm.log.size.Load()})
 	}
 	if db.mu.log != nil {
-		logs = append(logs, verifyLog{db.mu.log.num, db.mu.log.size.Load()})
+		logs = append(logs, verifyLog{num: db.mu.log.num, size: db.mu.log.size.Load()})
 	}
 	return logs
 }
@@ -179,7 +192,7 @@ func (vr *verifier) manifest() error {
 	for attempt := 0; ; attempt++ {
 		num, size := vs.ManifestWritten()
 		name := filename.Name(filename.Manifest, num)
-		err := vr.readLog(name, size, func(rec []byte, off int64) {
+		err := vr.readLog(name, size, false, func(rec []byte, off int64) {
 			var e manifest.VersionEdit
 			if err := e.Decode(rec); err != nil {
 				vr.add(name, off, "undecodable VersionEdit: %v", err)
@@ -194,9 +207,9 @@ func (vr *verifier) manifest() error {
 
 // log reads WAL num up to size. A log deleted meanwhile (its memtable was
 // flushed) is needed no more.
-func (vr *verifier) log(num uint64, size int64) error {
-	name := filename.Name(filename.Log, num)
-	err := vr.readLog(name, size, func(rec []byte, off int64) {
+func (vr *verifier) log(l verifyLog) error {
+	name := filename.Name(filename.Log, l.num)
+	err := vr.readLog(name, l.size, l.tornOK, func(rec []byte, off int64) {
 		if _, err := batchrepr.ValidateCommitted(rec); err != nil {
 			vr.add(name, off, "malformed batch: %v", err)
 		}
@@ -208,8 +221,9 @@ func (vr *verifier) log(num uint64, size int64) error {
 }
 
 // readLog reads the records of the log-format file name up to size bytes
-// (written and complete: a record cut short there is damage too).
-func (vr *verifier) readLog(name string, size int64, fn func(rec []byte, off int64)) error {
+// (written and complete: a record cut short there is damage, unless
+// tornOK).
+func (vr *verifier) readLog(name string, size int64, tornOK bool, fn func(rec []byte, off int64)) error {
 	if err := vr.ctx.Err(); err != nil {
 		return err
 	}
@@ -219,7 +233,11 @@ func (vr *verifier) readLog(name string, size int64, fn func(rec []byte, off int
 	}
 	defer f.Close()
 	r := wal.NewReader(bufio.NewReaderSize(io.NewSectionReader(f, 0, size), wal.BlockSize), wal.Named(name),
-		wal.OnDrop(func(d wal.Drop) { vr.add(name, d.Offset, "%s (%d bytes dropped)", d.Reason, d.Bytes) }))
+		wal.OnDrop(func(d wal.Drop) {
+			if !d.TornTail || !tornOK {
+				vr.add(name, d.Offset, "%s (%d bytes dropped)", d.Reason, d.Bytes)
+			}
+		}))
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {

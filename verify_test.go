@@ -153,3 +153,40 @@ func TestVerifyContext(t *testing.T) {
 		t.Fatalf("Verify after Close: %v", err)
 	}
 }
+
+// TestVerifyReadOnly: a read-only DB's replayed logs are verified whole; a
+// torn tail at the end of the newest, what a crash leaves, is not damage,
+// and a damaged record before it is.
+func TestVerifyReadOnly(t *testing.T) {
+	db, dir := verifyDB(t)
+	s, _ := db.Stats()
+	logPath := filepath.Join(dir, fmt.Sprintf("%06d.log", s.LogNum))
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(logPath, st.Size()-3); err != nil { // a torn tail
+		t.Fatal(err)
+	}
+	ro, err := shale.Open(dir, &shale.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Verify(context.Background()); err != nil {
+		t.Fatalf("a read-only DB whose log ends in a torn write: %v", err)
+	}
+	ro.Close()
+	flipByte(t, logPath, 100)
+	ro, err = shale.Open(dir, &shale.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	var ve *shale.VerifyError
+	if err := ro.Verify(context.Background()); !errors.As(err, &ve) || ve.Damage[0].File != filepath.Base(logPath) {
+		t.Fatalf("a read-only DB with a damaged log: %v", err)
+	}
+}
