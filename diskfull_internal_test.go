@@ -214,3 +214,67 @@ func TestOpenRemovesLeftoversFirst(t *testing.T) {
 		t.Fatalf("the leftover table was removed at call %d, the first file created at call %d", removedAt, firstCreate)
 	}
 }
+
+// TestOpenRetiresFlushedLogsAsItGoes: when replay fills the memtable at
+// the end of a log, as it does where the memtable filled before the
+// crash, Open records that table and removes the logs it holds before it
+// replays the next: the disk needs room for one write buffer's table at a
+// time, not for a table of every log while every log is still there.
+func TestOpenRetiresFlushedLogsAsItGoes(t *testing.T) {
+	mem := vfs.NewMem()
+	hold := make(chan struct{})
+	o, _ := (&Options{WriteBufferSize: 256 << 10, MaxImmutableMemtables: 2}).withDefaults()
+	db, err := open("db", o, &blockFS{FS: mem, before: func(op, path string) {
+		if op == "create" && strings.HasSuffix(path, ".ldb") {
+			<-hold // no flush ends: the logs stay
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := strings.Repeat("v", 1000)
+	for i := range 600 { // two full memtables, waiting for their flushes, and a part
+		if err := db.Put([]byte(fmt.Sprintf("k%06d", i)), []byte(val), Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	img := mem.CrashClone()
+	close(hold)
+	db.Close()
+	logs := 0
+	for n := range dbFiles(t, img) {
+		if strings.HasSuffix(n, ".log") {
+			logs++
+		}
+	}
+	var rec vfs.Recorder
+	ffs := vfs.NewFault(img, rec.Inject)
+	db, err = open("db", o, ffs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Between the creation of one table and the next, a log is removed.
+	tables, removedBetween := 0, 0
+	removedSince := false
+	for _, c := range rec.Calls() {
+		switch {
+		case c.Op == vfs.OpCreate && strings.HasSuffix(c.Path, ".ldb"):
+			if tables > 0 && removedSince {
+				removedBetween++
+			}
+			tables++
+			removedSince = false
+		case c.Op == vfs.OpRemove && strings.HasSuffix(c.Path, ".log"):
+			removedSince = true
+		}
+	}
+	if logs < 3 || tables < 2 || removedBetween == 0 {
+		t.Fatalf("%d logs replayed into %d tables; a log removed between two tables %d times, want at least once", logs, tables, removedBetween)
+	}
+	for _, k := range []int{0, 300, 599} {
+		if _, err := db.Get([]byte(fmt.Sprintf("k%06d", k))); err != nil {
+			t.Fatalf("k%06d: %v", k, err)
+		}
+	}
+}

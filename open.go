@@ -28,14 +28,18 @@ import (
 // Space: before it writes anything, a writable Open removes the files no
 // version needs (a table a failed flush left, logs already in tables, old
 // MANIFESTs). It then needs free space for a new MANIFEST (a snapshot of
-// the table list: about 100 bytes a table), for the table of the records
-// the logs hold (no more than the .log files' size; none if they hold
-// less than a quarter of WriteBufferSize, which is carried into the new
-// log instead), and for a new log (space is reserved for it ahead only
-// where there is room). The replayed logs are deleted once the table is
-// recorded, giving their space back. An Open that fails removes the table
-// and log it wrote unless its MANIFEST edit may have reached the disk, so
-// failed Opens on a full disk do not fill it further.
+// the table list: about 100 bytes a table), for the tables of the records
+// the logs hold, and for a new log (space is reserved for it ahead only
+// where there is room). A table takes at most what its records take in
+// the log (less, compressed), and replay writes one per write buffer;
+// where one ends at the end of a log, as it does when the memtable fills
+// where it filled before the crash, the table is recorded and the logs it
+// holds are removed before replay goes on, so that the space needed is
+// about one write buffer's table, not a table of every log while every
+// log is still there. Records less than a quarter of WriteBufferSize are
+// carried into the new log instead. An Open that fails removes the tables
+// and log it wrote unless a MANIFEST edit naming them may have reached the
+// disk, so failed Opens on a full disk do not fill it further.
 func Open(dir string, opts *Options) (*DB, error) {
 	o, err := opts.withDefaults()
 	if err != nil {

@@ -54,6 +54,9 @@ type replayResult struct {
 	// tableSeq is the last sequence number that is in tables: the
 	// MANIFEST's, or that of the last table written during replay.
 	tableSeq uint64
+	// retired holds the logs already removed during replay (see
+	// retireFlushedLogs).
+	retired map[uint64]bool
 	// carry holds copies of the records in mem, in log order, while they
 	// total at most carryLimit bytes; carryOff is set once they did not.
 	carry      carried
@@ -181,6 +184,11 @@ func (db *DB) replayLogs() (_ *replayResult, err error) {
 			lr.Stopped = true
 		}
 		res.report.Logs = append(res.report.Logs, lr)
+		if i+1 < len(nums) && !stopped {
+			if err := db.retireFlushedLogs(res, nums[i+1]); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := db.awaitReplayFlush(res); err != nil {
 		return nil, err
@@ -411,6 +419,68 @@ func (db *DB) replayRecord(res *replayResult, lr *LogRecovery, rec []byte, off i
 	return false, nil
 }
 
+// retireFlushedLogs records the tables replay wrote and removes the logs
+// replayed so far, when those tables hold all of them: the memtable filled
+// exactly at the end of the last one, as it usually does (it filled there
+// before, when the log was written). next is the next log to replay. Open
+// then needs free space for one write buffer's table at a time, not for a
+// table of every log while all the logs are still there: on a full disk
+// that is the difference between an Open that succeeds and one that
+// fails. Logs with damage or a torn tail are left for retireLogs.
+func (db *DB) retireFlushedLogs(res *replayResult, next uint64) error {
+	if db.opts.ReadOnly || !res.mem.Empty() || (res.flushing == nil && len(res.edit.NewFiles) == 0) {
+		return nil
+	}
+	var logs []uint64
+	for i := range res.report.Logs {
+		lr := &res.report.Logs[i]
+		if res.retired[lr.FileNum] {
+			continue
+		}
+		if lr.Damaged() || lr.TornTail != nil || lr.Records == 0 {
+			return nil
+		}
+		logs = append(logs, lr.FileNum)
+	}
+	if err := db.awaitReplayFlush(res); err != nil {
+		return err
+	}
+	edit := res.edit
+	for _, nf := range edit.NewFiles {
+		if nf.Meta.RangeDels && !db.vs.Marked() {
+			if err := db.vs.SetMarked(true); err != nil { // before a live table holds one
+				return err
+			}
+		}
+	}
+	edit.SetLogNumber(next)
+	edit.SetPrevLogNumber(0)
+	edit.SetLastSequence(res.tableSeq)
+	if err := db.logAndApply(edit); err != nil {
+		// As in finishRecovery: the tables stay if the edit may be on disk.
+		db.openEditMayBeDurable = !errors.Is(err, manifest.ErrEditNotWritten)
+		return err
+	}
+	for _, nf := range edit.NewFiles {
+		db.releaseOutputNums(nf.Meta.Num)
+	}
+	res.edit = &manifest.VersionEdit{}
+	if res.retired == nil {
+		res.retired = make(map[uint64]bool)
+	}
+	job := db.events.newJob()
+	for _, num := range logs {
+		res.retired[num] = true
+		path := filename.Make(db.dir, filename.Log, num)
+		err := db.fs.Remove(path)
+		db.events.walDeleted(WALDeleteInfo{JobID: job, Path: path, FileNum: num, Err: err})
+		if err != nil {
+			return errors.Wrap(err, "shale: remove replayed log")
+		}
+	}
+	return db.syncDir()
+}
+
 // retireLogs removes the replayed logs now that their writes are in a
 // table; a log with damage is moved to lost/ instead, durably, so that its
 // bytes can still be examined after a power loss.
@@ -419,6 +489,9 @@ func (db *DB) retireLogs(rec *replayResult) error {
 	movedAny := false
 	for i := range rec.report.Logs {
 		lr := &rec.report.Logs[i]
+		if rec.retired[lr.FileNum] {
+			continue
+		}
 		name := filename.Make(db.dir, filename.Log, lr.FileNum)
 		if keep, err := db.keepInLost(lr, name); err != nil || !keep {
 			if err != nil {
@@ -447,7 +520,7 @@ func (db *DB) retireLogs(rec *replayResult) error {
 	}
 	job := db.events.newJob()
 	for _, lr := range rec.report.Logs {
-		if lr.MovedTo == "" {
+		if lr.MovedTo == "" && !rec.retired[lr.FileNum] {
 			path := filename.Make(db.dir, filename.Log, lr.FileNum)
 			err := db.fs.Remove(path)
 			db.events.walDeleted(WALDeleteInfo{JobID: job, Path: path, FileNum: lr.FileNum, Err: err})
