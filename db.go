@@ -376,8 +376,8 @@ func (db *DB) close() error {
 	if db.vs != nil {
 		err = errors.CombineErrors(err, db.vs.Close())
 	}
+	db.events.close() // every callback has returned before the lock goes
 	err = errors.CombineErrors(err, db.closeInfoLog())
 	err = errors.CombineErrors(err, db.lock.Close())
-	db.events.close() // every callback has returned
 	return err
 }

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/shale-db/shale/internal/filename"
+	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/vfs"
 )
 
@@ -276,5 +278,81 @@ func TestOpenRetiresFlushedLogsAsItGoes(t *testing.T) {
 		if _, err := db.Get([]byte(fmt.Sprintf("k%06d", k))); err != nil {
 			t.Fatalf("k%06d: %v", k, err)
 		}
+	}
+}
+
+// TestRetireFlushedLogsKeepsSequenceOrder: Open retires logs early only
+// when every record of the logs it keeps is above the sequence its edit
+// records. Here a crashed Open had carried two records forward into a new
+// log; reopened with a write buffer those two fill exactly, the first log
+// ends in a full memtable, but the next log repeats its records: retiring
+// it would record a last sequence above records a kept log still holds,
+// which LevelDB's readers refuse. Every crash image of that Open must
+// keep the order.
+func TestRetireFlushedLogsKeepsSequenceOrder(t *testing.T) {
+	mem := vfs.NewMem()
+	o1, _ := (&Options{WriteBufferSize: 1 << 20}).withDefaults()
+	db, err := open("db", o1, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := strings.Repeat("v", 100<<10)
+	for _, k := range []string{"k1", "k2"} {
+		if err := db.Put([]byte(k), []byte(val), Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	img1 := mem.CrashClone()
+	db.Close()
+
+	// An Open that carries both records into a new log, cut by a crash
+	// before its MANIFEST edit is synced.
+	var img2 *vfs.MemFS
+	createdLog := false
+	db, err = open("db", o1, &blockFS{FS: img1, before: func(op, path string) {
+		if op == "create" && strings.HasSuffix(path, ".log") {
+			createdLog = true
+		}
+		if op == "sync" && strings.Contains(path, "MANIFEST") && createdLog && img2 == nil {
+			img2 = img1.CrashClone()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if img2 == nil {
+		t.Fatal("the Open carried nothing into a new log")
+	}
+
+	// Reopened with a write buffer the first log fills; a crash image at
+	// every table creation.
+	o3, _ := (&Options{WriteBufferSize: 128 << 10}).withDefaults()
+	var imgs []*vfs.MemFS
+	db, err = open("db", o3, &blockFS{FS: img2, before: func(op, path string) {
+		if op == "create" && (strings.HasSuffix(path, ".ldb") || strings.HasSuffix(path, ".log")) {
+			imgs = append(imgs, img2.CrashClone())
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for i, img := range append(imgs, img2.CrashClone()) {
+		vs, err := manifest.Load(img, "db", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &DB{dir: "db", fs: img}
+		names, _ := img.List("db")
+		for _, n := range names {
+			if ty, num, ok := filename.Parse(n); ok && ty == filename.Log && num >= vs.LogNumber() {
+				seq, ok, err := d.firstSeq(num)
+				if err == nil && ok && seq <= vs.LastSequence() {
+					t.Fatalf("crash image %d: the MANIFEST's last sequence %d is not below record %d of log %d, which it still needs", i, vs.LastSequence(), seq, num)
+				}
+			}
+		}
+		vs.Close()
 	}
 }

@@ -33,12 +33,20 @@ import (
 // replaced since, still on disk, which Repair would then merge. Calls are
 // serialized.
 func (db *DB) deleteObsoleteFiles() {
+	if err := db.removeObsolete(); err != nil {
+		db.setBackgroundError(err)
+	}
+}
+
+// removeObsolete is deleteObsoleteFiles, returning the error of the
+// directory sync after the removals instead of stopping writes with it.
+func (db *DB) removeObsolete() error {
 	db.deleteMu.Lock()
 	defer db.deleteMu.Unlock()
 	names, err := db.fs.List(db.dir)
 	if err != nil {
 		db.opts.Logger.Warn("shale: list directory for obsolete files", "err", err)
-		return
+		return nil
 	}
 	logNum, prevLogNum, manifestNum := db.vs.LogNumber(), db.vs.PrevLogNumber(), db.vs.ManifestNumber()
 	if hook := testHookBetweenObsoleteReads.Load(); hook != nil {
@@ -129,9 +137,10 @@ func (db *DB) deleteObsoleteFiles() {
 			// later sync on a new descriptor need not say so again: a
 			// new WAL's entry could then be lost behind a sync that
 			// succeeded. Writes stop, as after any failed sync.
-			db.setBackgroundError(errors.Wrap(err, "shale: sync directory after removing obsolete files"))
+			return errors.Wrap(err, "shale: sync directory after removing obsolete files")
 		}
 	}
+	return nil
 }
 
 // testHookBetweenObsoleteReads, if set, runs in deleteObsoleteFiles

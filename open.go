@@ -61,9 +61,13 @@ func openError(dir string, o Options, err error) error {
 		err = errors.Wrapf(err, "shale: open %s: the directory or its files may not be written "+
 			"(Options.ReadOnly opens a database without writing anything)", dir)
 	}
-	if err != nil && diskFull(err) && !stderrors.Is(err, ErrDiskFull) {
+	if err != nil && diskFull(err) {
+		var df *diskFullError
+		if stderrors.As(err, &df) {
+			err = df.err // an Open's advice, not a running DB's
+		}
 		return &diskFullError{err: errors.Wrapf(err, "shale: open %s: the disk is full; free space and Open again: Open needs room "+
-			"for a table of the records its logs hold, about the size of the .log files, whose space comes back once it is written", dir), atOpen: true}
+			"for the table of one write buffer's records (at most what its log holds) beside the logs, whose space comes back as they are replayed", dir), atOpen: true}
 	}
 	return markDiskFull(err)
 }
@@ -332,9 +336,9 @@ func (db *DB) abandon() {
 	if db.vs != nil {
 		db.vs.Close()
 	}
+	db.events.close() // every event of the failed Open delivered
 	db.closeInfoLog()
 	db.lock.Close()
-	db.events.close() // every event of the failed Open delivered
 }
 
 type nopCloser struct{}
@@ -368,8 +372,7 @@ func (e *noDatabaseError) Is(target error) bool { return target == fs.ErrNotExis
 // compaction whose edit never landed, logs already in tables, old
 // MANIFESTs. A failed directory sync fails the Open.
 func (db *DB) removeLeftovers() error {
-	db.deleteObsoleteFiles()
-	return db.bgErr()
+	return db.removeObsolete()
 }
 
 // removeOpenOutputs removes, when Open fails, the tables and the log it

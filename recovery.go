@@ -428,7 +428,10 @@ func (db *DB) replayRecord(res *replayResult, lr *LogRecovery, rec []byte, off i
 // that is the difference between an Open that succeeds and one that
 // fails. Logs with damage or a torn tail are left for retireLogs.
 func (db *DB) retireFlushedLogs(res *replayResult, next uint64) error {
-	if db.opts.ReadOnly || !res.mem.Empty() || (res.flushing == nil && len(res.edit.NewFiles) == 0) {
+	// Strict refuses at damage further on, and a refused Open leaves the
+	// logs as they were.
+	if db.opts.ReadOnly || db.opts.Recovery == Strict || !res.mem.Empty() ||
+		(res.flushing == nil && len(res.edit.NewFiles) == 0) {
 		return nil
 	}
 	var logs []uint64
@@ -441,6 +444,13 @@ func (db *DB) retireFlushedLogs(res *replayResult, next uint64) error {
 			return nil
 		}
 		logs = append(logs, lr.FileNum)
+	}
+	// The edit's last sequence is the tables'; every record of the logs
+	// kept must be above it. A later log may repeat records already
+	// replayed (an Open that carried them forward and then crashed), and
+	// LevelDB's readers refuse a record below the last sequence.
+	if first, ok, err := db.firstSeq(next); err != nil || (ok && first <= res.tableSeq) {
+		return nil // a damaged log is replay's to judge, not this shortcut's
 	}
 	if err := db.awaitReplayFlush(res); err != nil {
 		return err

@@ -133,9 +133,12 @@ type verifyLog struct {
 func (db *DB) liveLogs() []verifyLog {
 	if db.opts.ReadOnly {
 		var logs []verifyLog
-		for i, lr := range db.recovery.Logs {
+		for _, lr := range db.recovery.Logs {
 			if lr.MovedTo == "" {
-				logs = append(logs, verifyLog{lr.FileNum, math.MaxInt64, i == len(db.recovery.Logs)-1})
+				// A torn tail recovery accepted (the newest log's, or one
+				// a later log continues) is no damage; one it judged
+				// damage is among its Drops.
+				logs = append(logs, verifyLog{lr.FileNum, math.MaxInt64, lr.TornTail != nil})
 			}
 		}
 		return logs
@@ -191,8 +194,14 @@ func (vr *verifier) manifest() error {
 	vs := vr.db.vs
 	for attempt := 0; ; attempt++ {
 		num, size := vs.ManifestWritten()
+		tornOK := false
+		if vr.db.opts.ReadOnly {
+			// Loaded, not written: read it whole, as Load did, which
+			// takes a torn last edit for one never completed.
+			size, tornOK = math.MaxInt64, true
+		}
 		name := filename.Name(filename.Manifest, num)
-		err := vr.readLog(name, size, false, func(rec []byte, off int64) {
+		err := vr.readLog(name, size, tornOK, func(rec []byte, off int64) {
 			var e manifest.VersionEdit
 			if err := e.Decode(rec); err != nil {
 				vr.add(name, off, "undecodable VersionEdit: %v", err)

@@ -190,3 +190,40 @@ func TestVerifyReadOnly(t *testing.T) {
 		t.Fatalf("a read-only DB with a damaged log: %v", err)
 	}
 }
+
+// TestVerifyReadOnlyRecoveryVerdicts: on a read-only DB, Verify takes a
+// torn tail as recovery took it. A crash just after a memtable switch
+// leaves the torn log followed by an empty one; recovery accepts the tear
+// there, and so must Verify. And the MANIFEST, loaded rather than
+// written, is read whole: damage to it is found.
+func TestVerifyReadOnlyRecoveryVerdicts(t *testing.T) {
+	db, dir := verifyDB(t)
+	s, _ := db.Stats()
+	logPath := filepath.Join(dir, fmt.Sprintf("%06d.log", s.LogNum))
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(logPath)
+	if err := os.Truncate(logPath, st.Size()-3); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, fmt.Sprintf("%06d.log", s.LogNum+50))
+	if err := os.WriteFile(empty, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := shale.Open(dir, &shale.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if err := ro.Verify(context.Background()); err != nil {
+		t.Fatalf("read-only Verify of a torn log followed by an empty one: %v", err)
+	}
+	cur, _ := os.ReadFile(filepath.Join(dir, "CURRENT"))
+	manifest := filepath.Join(dir, strings.TrimSpace(string(cur)))
+	flipByte(t, manifest, 20)
+	var ve *shale.VerifyError
+	if err := ro.Verify(context.Background()); !errors.As(err, &ve) || ve.Damage[0].File != filepath.Base(manifest) {
+		t.Fatalf("read-only Verify of a damaged MANIFEST: %v", err)
+	}
+}
