@@ -36,7 +36,8 @@ import (
 // where it filled before the crash, the table is recorded and the logs it
 // holds are removed before replay goes on, so that the space needed is
 // about one write buffer's table, not a table of every log while every
-// log is still there. Records less than a quarter of WriteBufferSize are
+// log is still there (not under Strict recovery, whose refusal of damage
+// further on leaves the logs as they were). Records less than a quarter of WriteBufferSize are
 // carried into the new log instead. An Open that fails removes the tables
 // and log it wrote unless a MANIFEST edit naming them may have reached the
 // disk, so failed Opens on a full disk do not fill it further.
