@@ -9,6 +9,10 @@ package shale
 type Snapshot struct {
 	db  *DB
 	seq uint64
+	// Guarded by db.mu: the snapshot's place in db.mu.snapshots, and
+	// whether it is there (open).
+	prev, next *Snapshot
+	listed     bool
 }
 
 // NewSnapshot returns a snapshot of the database as of now.
@@ -52,32 +56,63 @@ func (s *Snapshot) Close() error {
 	return nil
 }
 
-// snapshotList is the set of open snapshots, guarded by DB.mu.
+// snapshotList is the set of open snapshots, guarded by DB.mu: a doubly
+// linked list in the order they were taken, which is also the order of
+// their sequence numbers (NewSnapshot reads the visible sequence number,
+// which only grows, under the same lock that appends to the list; add
+// keeps the order regardless). So the oldest is the first, and add,
+// remove, has and oldest each cost O(1) however many are open. (A map
+// cost oldest a walk over all of them, and Close calls oldest: closing n
+// snapshots cost O(n²) under DB.mu.)
 type snapshotList struct {
-	m map[*Snapshot]struct{}
+	head, tail *Snapshot
 }
 
 func (l *snapshotList) add(s *Snapshot) {
-	if l.m == nil {
-		l.m = make(map[*Snapshot]struct{})
+	// After the last one taken with a sequence number no greater than
+	// s's: always the tail while sequence numbers only grow, and still
+	// ordered if they ever did not.
+	after := l.tail
+	for after != nil && after.seq > s.seq {
+		after = after.prev
 	}
-	l.m[s] = struct{}{}
+	s.prev, s.listed = after, true
+	if after != nil {
+		s.next, after.next = after.next, s
+	} else {
+		s.next, l.head = l.head, s
+	}
+	if s.next != nil {
+		s.next.prev = s
+	} else {
+		l.tail = s
+	}
 }
 
 func (l *snapshotList) remove(s *Snapshot) {
-	delete(l.m, s)
+	if !s.listed {
+		return
+	}
+	if s.prev != nil {
+		s.prev.next = s.next
+	} else {
+		l.head = s.next
+	}
+	if s.next != nil {
+		s.next.prev = s.prev
+	} else {
+		l.tail = s.prev
+	}
+	s.prev, s.next, s.listed = nil, nil, false
 }
 
-func (l *snapshotList) has(s *Snapshot) bool {
-	_, ok := l.m[s]
-	return ok
-}
+func (l *snapshotList) has(s *Snapshot) bool { return s.listed }
 
 // oldest returns the smallest sequence number an open snapshot reads at,
 // or def if there is none. Compaction keeps what that sequence can see.
 func (l *snapshotList) oldest(def uint64) uint64 {
-	for s := range l.m {
-		def = min(def, s.seq)
+	if l.head != nil {
+		return min(def, l.head.seq)
 	}
 	return def
 }
