@@ -20,9 +20,15 @@ import (
 // any reader at the sequence number published after batch b must see b
 // for every key (a batch is atomic), and an iterator created after that
 // publication must see every entry at or below it exactly once, in order,
-// in both directions.
+// in both directions. Batches of 8 entries go in under one hold of the
+// index's lock; batches of 668 in three chunks (applyChunk).
 func TestConcurrentWriterReadersIterators(t *testing.T) {
-	const keysPerBatch = 8
+	for _, keysPerBatch := range []int{8, 3*applyChunk - 100} {
+		t.Run(fmt.Sprint(keysPerBatch), func(t *testing.T) { testConcurrentWriterReadersIterators(t, keysPerBatch) })
+	}
+}
+
+func testConcurrentWriterReadersIterators(t *testing.T, keysPerBatch int) {
 	batches := 3000
 	// The writer also stops at the deadline, so a loaded machine (or -race)
 	// runs fewer batches rather than longer.
@@ -47,12 +53,12 @@ func TestConcurrentWriterReadersIterators(t *testing.T) {
 					repr = batchrepr.AppendPut(repr, key, val)
 				}
 			}
-			seq := uint64(b-1)*keysPerBatch + 1
+			seq := uint64(b-1)*uint64(keysPerBatch) + 1
 			if err := m.Apply(repr, seq); err != nil {
 				t.Error(err)
 				return
 			}
-			visible.Store(seq + keysPerBatch - 1)
+			visible.Store(seq + uint64(keysPerBatch) - 1)
 		}
 	}()
 	errs := make(chan error, 8)
