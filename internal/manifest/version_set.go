@@ -499,11 +499,27 @@ func (vs *VersionSet) IsCurrent(v *Version) bool { return vs.current.Load() == v
 // LiveFiles returns the numbers of the tables in every Version that still
 // has a reference, the current one included. Tables not in it, and not
 // being written by the engine (numbers it allocated since), may be deleted.
+//
+// Only the list of versions is read under vs.mu, which every read takes
+// (Current): their files are walked after it is released. A version's
+// levels never change once it is installed, and a version released
+// meanwhile only keeps its files in the answer, as if it had been released
+// just after the call.
 func (vs *VersionSet) LiveFiles() map[uint64]struct{} {
 	vs.mu.Lock()
-	defer vs.mu.Unlock()
-	live := make(map[uint64]struct{})
+	versions := make([]*Version, 0, len(vs.mu.live))
 	for v := range vs.mu.live {
+		versions = append(versions, v)
+	}
+	vs.mu.Unlock()
+	n := 0
+	if len(versions) > 0 {
+		for _, files := range versions[0].Levels {
+			n += len(files)
+		}
+	}
+	live := make(map[uint64]struct{}, n)
+	for _, v := range versions {
 		for _, files := range v.Levels {
 			for _, f := range files {
 				live[f.Num] = struct{}{}
