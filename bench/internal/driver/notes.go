@@ -9,7 +9,9 @@ var Notes = []string{
 		"and survives kill -9. Pebble keeps NoSync writes in its own buffer and loses acknowledged ones " +
 		"when the process is killed. So for single unsynced puts (fillseq, fillrandom, overwrite) " +
 		"goleveldb is the like-for-like peer, and Pebble's figure stands beside it with that difference. " +
-		"fillbatch amortizes the buffer over 1,000 puts and is held against Pebble. " +
+		"fillbatch amortizes the buffer over 1,000 puts and is held against Pebble; it reuses one batch, " +
+		"fillbatch-new makes a new one for every 1,000 puts (shale's and goleveldb's zero value, " +
+		"Pebble's NewBatch from its pool), as programs that make a batch per write do. " +
 		"Sync writes and reads compare directly.",
 	"bbolt fsyncs every commit, so its unsynced puts share one transaction per 1,000 puts " +
 		"(every 1,000th put's latency includes the commit); up to 999 acknowledged puts are lost on kill -9. " +
@@ -21,7 +23,8 @@ var Notes = []string{
 		"to a quarter of the fill's user bytes (n x 116 / 4); bbolt has no block cache.",
 	"Each store and workload runs in fresh processes and a fresh directory: an untimed fill " +
 		"(fillrandom; for recovery n/2 puts ended by SIGKILL) in one process, then the timed workload " +
-		"in another. Stores alternate within each pass.",
+		"in another. Stores alternate within each pass. readrandom-reopen fills, closes and opens " +
+		"the store again in the timed process, untimed, then reads: as a program that fills and then reads.",
 	"RSS: ru_maxrss of the timed process. anon: its largest RssAnon, sampled every 5 ms: RSS " +
 		"less the pages of the binary (shared by every store's workers; how many a process maps " +
 		"depends on the page cache) and of mapped files (bbolt's database, Badger's logs " +

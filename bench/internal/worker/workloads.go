@@ -84,7 +84,9 @@ var Workloads = []Workload{
 		Unit: "puts/s", Latency: true, Writes: true,
 		run: func(e *env) error { return e.fill(e.n, e.keys(streamOverwrite), false, true) }},
 	{Name: "fillbatch", Doc: "n puts in key order, in batches of 1,000 (latency per batch)", Unit: "puts/s",
-		Latency: true, Writes: true, run: (*env).fillBatch},
+		Latency: true, Writes: true, run: func(e *env) error { return e.fillBatches(false) }},
+	{Name: "fillbatch-new", Doc: "fillbatch with a new batch for each 1,000 puts, as a program that makes one per write (shale: new(shale.Batch); Pebble: NewBatch, from its pool)",
+		Unit: "puts/s", Latency: true, Writes: true, run: func(e *env) error { return e.fillBatches(true) }},
 	{Name: "fillsync", Doc: "n/100 Sync puts of random keys, one writer", Unit: "puts/s", Latency: true,
 		Writes: true, Sync: true,
 		run: func(e *env) error { return e.fill(max(e.n/100, 1), e.keys(streamSync), true, true) }},
@@ -92,6 +94,8 @@ var Workloads = []Workload{
 		Sync: true, run: (*env).fillSync8},
 	{Name: "readrandom", Doc: "n random Gets after fillrandom", Prepare: FillRandom, Unit: "gets/s",
 		Reads: true, run: (*env).readRandom},
+	{Name: "readrandom-reopen", Doc: "fillrandom, Close and Open again in the same process (untimed), then readrandom",
+		Unit: "gets/s", Reads: true, run: (*env).readRandomReopened},
 	{Name: "readseq", Doc: "one full scan after fillrandom", Prepare: FillRandom, Unit: "entries/s",
 		run: (*env).readSeq},
 	{Name: "seekrandom", Doc: "n random SeekGE, each followed by 10 Next, after fillrandom",
@@ -177,11 +181,16 @@ func (e *env) fill(count int, key func(int) uint64, sync, latency bool) error {
 	return nil
 }
 
-func (e *env) fillBatch() error {
+// fillBatches is fillbatch; fresh makes a new batch for each one, where
+// fillbatch reuses one.
+func (e *env) fillBatches(fresh bool) error {
 	vals, kb := gen.NewValues(), make([]byte, gen.KeySize)
 	b := e.db.NewBatch()
 	start := time.Now()
 	for i := 0; i < e.n; i += BatchSize {
+		if fresh && i > 0 {
+			b = e.db.NewBatch()
+		}
 		for j := i; j < min(i+BatchSize, e.n); j++ {
 			b.Put(gen.FormatKey(kb, uint64(j)), vals.Next())
 		}
@@ -254,6 +263,24 @@ func (e *env) readRandom() error {
 	e.res.Seconds = time.Since(start).Seconds()
 	e.res.Ops, e.res.Found = int64(e.n), found
 	return err
+}
+
+// readRandomReopened is readrandom on a database filled, closed and opened
+// again by this process, as a program that fills and then reads would.
+func (e *env) readRandomReopened() error {
+	if err := e.fill(e.n, e.keys(streamFill), false, false); err != nil {
+		return err
+	}
+	if err := e.db.Close(); err != nil {
+		return err
+	}
+	e.db = nil
+	db, err := kv.Open(e.store, e.dir, e.cfg)
+	if err != nil {
+		return err
+	}
+	e.db = db
+	return e.readRandom()
 }
 
 func (e *env) readSeq() error {
