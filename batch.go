@@ -2,6 +2,9 @@ package shale
 
 import (
 	"bytes"
+	"encoding/binary"
+	"slices"
+	"sync/atomic"
 
 	"github.com/shale-db/shale/internal/batchrepr"
 	"github.com/shale-db/shale/internal/ikey"
@@ -29,10 +32,65 @@ type Batch struct {
 }
 
 // Put adds the setting of key to value.
-func (b *Batch) Put(key, value []byte) { b.repr = batchrepr.AppendPut(b.repr, key, value) }
+func (b *Batch) Put(key, value []byte) {
+	b.grow(len(key) + len(value))
+	b.repr = batchrepr.AppendPut(b.repr, key, value)
+}
 
 // Delete adds the deletion of key.
-func (b *Batch) Delete(key []byte) { b.repr = batchrepr.AppendDelete(b.repr, key) }
+func (b *Batch) Delete(key []byte) {
+	b.grow(len(key))
+	b.repr = batchrepr.AppendDelete(b.repr, key)
+}
+
+// entryRoom is what an entry takes in a batch besides its key and value:
+// its tag and two length varints, plus the header a first entry adds.
+const entryRoom = batchrepr.HeaderLen + 1 + 2*binary.MaxVarintLen64
+
+// grow makes room for an entry of n key and value bytes. A batch grows by
+// doubling, and a new batch starts at about the size of the batches
+// written lately (batchSizeHint). append's growth, about 1.25 times a step
+// for large slices, took a new batch of 1,000 puts of 116 bytes through 24
+// allocations and 515 KB; a batch made with new(Batch) for each Write,
+// the ordinary way to write one, spent more of its time growing than
+// being written.
+func (b *Batch) grow(n int) {
+	n += entryRoom
+	if cap(b.repr)-len(b.repr) >= n {
+		return
+	}
+	add := max(n, cap(b.repr))
+	if cap(b.repr) == 0 {
+		h := int(batchSizeHint.Load())
+		add = max(n, h+h/8) // an eighth over: batches vary a little
+	}
+	b.repr = slices.Grow(b.repr, add)
+}
+
+// batchSizeHint is the capacity a new Batch starts with: a moving average
+// of the sizes of the batches DB.Write was given (single Puts and Deletes
+// are not counted), held between minBatchHint and maxBatchHint. It is only
+// a hint, shared by every DB in the process: a batch of another size costs
+// one more growth, or some unused capacity.
+var batchSizeHint atomic.Int64
+
+const (
+	minBatchHint = 256
+	maxBatchHint = 1 << 20
+)
+
+func init() { batchSizeHint.Store(minBatchHint) }
+
+// noteBatchSize moves the hint an eighth of the way to size. It stores only
+// when the hint changes, so that writers of batches of one size share the
+// hint's cache line without writing to it.
+func noteBatchSize(size int) {
+	old := batchSizeHint.Load()
+	next := old + (min(max(int64(size), minBatchHint), maxBatchHint)-old)/8
+	if next != old {
+		batchSizeHint.Store(next)
+	}
+}
 
 // DeleteRange adds the deletion of every key k with start <= k < end. A nil
 // start is the smallest key; a nil end means no end. start >= end adds

@@ -169,7 +169,7 @@ const MaxBatchSize uint64 = 1<<32 - 1
 func (db *DB) Put(key, value []byte, d Durability) error {
 	p := singles.Get().(*[]byte)
 	b := Batch{repr: batchrepr.AppendPut((*p)[:0], key, value)}
-	err := db.Write(&b, d)
+	err := db.write(&b, d)
 	keepSingle(p, b.repr)
 	return err
 }
@@ -178,7 +178,7 @@ func (db *DB) Put(key, value []byte, d Durability) error {
 func (db *DB) Delete(key []byte, d Durability) error {
 	p := singles.Get().(*[]byte)
 	b := Batch{repr: batchrepr.AppendDelete((*p)[:0], key)}
-	err := db.Write(&b, d)
+	err := db.write(&b, d)
 	keepSingle(p, b.repr)
 	return err
 }
@@ -202,7 +202,7 @@ func (db *DB) DeleteRange(start, end []byte, d Durability) error {
 		}
 		return db.checkOpen()
 	}
-	return db.Write(&b, d)
+	return db.write(&b, d)
 }
 
 // Sync makes every write acknowledged so far durable, as if each had been
@@ -254,6 +254,15 @@ func keepSingle(p *[]byte, repr []byte) {
 // batch has reached the operating system (d == NoSync) or the disk
 // (d == Sync), and it is visible to every read that starts afterwards.
 func (db *DB) Write(b *Batch, d Durability) error {
+	if b != nil {
+		noteBatchSize(len(b.repr))
+	}
+	return db.write(b, d)
+}
+
+// write is Write, without teaching new batches its size: Put, Delete and
+// DeleteRange go through it with batches of their own.
+func (db *DB) write(b *Batch, d Durability) error {
 	if d != Sync && d != NoSync {
 		return errors.Newf("shale: invalid durability %d", int(d))
 	}
