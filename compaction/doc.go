@@ -113,6 +113,10 @@
 //   - The MANIFEST: about 60 bytes a table, a snapshot of 32 MB that Open
 //     reads whole. It is replaced at twice its snapshot (64 MB), not at
 //     MaxManifestFileSize.
+//   - The directory: after each flush and compaction the engine lists it
+//     to find obsolete files, as LevelDB does. That took 0.17 ms at 400
+//     files and 1.7 ms at 4,000 (linear): about 230 ms at 530,000, as
+//     long as a compaction of 2 MiB tables.
 //   - A Get, every table open: the memtables, the level-0 tables, then one
 //     table per level: a binary search of the level's tables (19 steps in
 //     L6), one of its index (9 steps) and a filter probe. A filter passes
@@ -130,7 +134,8 @@
 // So at this size one default is wrong: the table count. With
 // TargetFileSize 64 MiB and BlockSize 16 KiB the same data is 17,000
 // tables: MaxOpenFiles can hold them all (with the process's file limit
-// raised), the MANIFEST snapshot is 1 MB, and the index falls to 4.2 GB.
+// raised), the MANIFEST snapshot is 1 MB, a listing 7 ms beside
+// compactions that take seconds, and the index falls to 4.2 GB.
 // The filters stay at 16.1 GB: LevelDB's format gives every table a
 // filter, and shale has no option to leave the last level's out (as
 // RocksDB's optimize_filters_for_hits does), which would save nine tenths
