@@ -39,6 +39,13 @@ type Config struct {
 	CPUProfiles string
 	// Progress, if set, receives a line per timed process.
 	Progress io.Writer
+	// Cold runs the timed process of each read workload after dropping the
+	// page cache, in a memory cgroup of MemLimit bytes (see cold.go).
+	Cold     bool
+	MemLimit int64
+	// Reads, if positive, is how many lookups readrandom and seekrandom
+	// make, over the key space of N.
+	Reads int
 }
 
 type driver struct{ cfg Config }
@@ -99,7 +106,7 @@ func (d *driver) job(ctx context.Context, w worker.Workload, store string, pass 
 		return Sample{}, err
 	}
 	defer os.RemoveAll(dir)
-	spec := worker.Spec{Store: store, Workload: w.Name, Dir: dir, N: d.cfg.N, Seed: d.cfg.Seed}
+	spec := worker.Spec{Store: store, Workload: w.Name, Dir: dir, N: d.cfg.N, Seed: d.cfg.Seed, Reads: d.cfg.Reads}
 	if d.cfg.CPUProfiles != "" {
 		spec.CPUProfile = filepath.Join(d.cfg.CPUProfiles, fmt.Sprintf("%s-%s-%d.pprof", w.Name, store, pass+1))
 	}
@@ -117,6 +124,13 @@ func (d *driver) job(ctx context.Context, w worker.Workload, store string, pass 
 	// Write back what earlier processes left dirty, so that the kernel does
 	// not do it during this one's timed span.
 	syscall.Sync()
+	if d.cfg.Cold && coldApplies(w) {
+		undo, err := d.coldSpec(&spec, pass)
+		if err != nil {
+			return Sample{}, err
+		}
+		defer undo()
+	}
 	return d.measure(ctx, spec)
 }
 

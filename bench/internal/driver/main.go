@@ -87,6 +87,9 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, md bool, jsonPath 
 	fs.BoolVar(&md, "markdown", false, "print the report as Markdown")
 	fs.StringVar(&jsonPath, "json", "", "also write every sample as JSON to this file")
 	fs.BoolVar(&quiet, "q", false, "no progress lines on stderr")
+	fs.BoolVar(&cfg.Cold, "cold", false, "run each read workload's timed process after dropping the page cache, in a memory cgroup of -mem (root only)")
+	mem := fs.Int64("mem", 512, "with -cold, the timed process's memory cgroup limit, in MiB")
+	fs.IntVar(&cfg.Reads, "reads", 0, "lookups of readrandom and seekrandom (0: -n), over the key space of -n")
 	fs.StringVar(&cfg.CPUProfiles, "cpuprofile", "", "write a CPU profile of each timed process into this directory (workload-store-pass.pprof)")
 	if err = fs.Parse(args); err != nil {
 		return cfg, md, jsonPath, err
@@ -94,6 +97,10 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, md bool, jsonPath 
 	if fs.NArg() > 0 {
 		return cfg, md, jsonPath, errors.Newf("unexpected arguments %q", fs.Args())
 	}
+	if *mem <= 0 || cfg.Reads < 0 {
+		return cfg, md, jsonPath, errors.Newf("-mem must be positive and -reads not negative")
+	}
+	cfg.MemLimit = *mem << 20
 	all := make([]string, len(worker.Workloads))
 	for i, w := range worker.Workloads {
 		all[i] = w.Name

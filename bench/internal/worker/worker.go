@@ -21,8 +21,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -66,6 +69,9 @@ type Result struct {
 	// Conflicts counts the transactions the store refused for a conflict
 	// (the transaction workloads); Ops counts those committed.
 	Conflicts int64 `json:"conflicts,omitempty"`
+	// Cgroup is the memory cgroup the timed process ran in, as
+	// /proc/self/cgroup names it, when it joined one (Spec.Cgroup).
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // Spec names one worker's job.
@@ -78,13 +84,19 @@ type Spec struct {
 	// CPUProfile, if set, is where a run-phase worker writes a CPU profile
 	// of its timed process (Open to Close).
 	CPUProfile string
+	// Reads, if positive, is how many lookups readrandom and seekrandom
+	// make (N otherwise), over the key space of N.
+	Reads int
+	// Cgroup, if set, is a cgroup directory the run-phase worker moves
+	// itself into before it opens the store.
+	Cgroup string
 }
 
 // Args returns the arguments that make Main run spec.
 func Args(s Spec) []string {
 	return []string{"-store", s.Store, "-workload", s.Workload, "-phase", s.Phase,
 		"-dir", s.Dir, "-n", strconv.Itoa(s.N), "-seed", strconv.FormatUint(s.Seed, 10),
-		"-cpuprofile", s.CPUProfile}
+		"-cpuprofile", s.CPUProfile, "-reads", strconv.Itoa(s.Reads), "-cgroup", s.Cgroup}
 }
 
 // Main parses args (as Args makes them), runs the phase and writes its
@@ -100,6 +112,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&s.N, "n", 0, "operations")
 	fs.Uint64Var(&s.Seed, "seed", 1, "random seed")
 	fs.StringVar(&s.CPUProfile, "cpuprofile", "", "write a CPU profile of the run phase to this file")
+	fs.IntVar(&s.Reads, "reads", 0, "lookups of readrandom and seekrandom (0: n)")
+	fs.StringVar(&s.Cgroup, "cgroup", "", "cgroup directory to join before the timed phase")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -118,7 +132,7 @@ func run(s Spec, stdout io.Writer) error {
 	if !kv.Known(s.Store) || s.Dir == "" || s.N <= 0 {
 		return errorf("need a known -store, a -dir and a positive -n")
 	}
-	e := &env{dir: s.Dir, store: s.Store, n: s.N, seed: s.Seed, cfg: kv.Config{Sync: w.Sync}}
+	e := &env{dir: s.Dir, store: s.Store, n: s.N, seed: s.Seed, reads: s.Reads, cfg: kv.Config{Sync: w.Sync}}
 	if w.CacheQuarter {
 		e.cfg.CacheBytes = max(int64(s.N)*gen.UserBytes/4, 1)
 	}
@@ -128,6 +142,15 @@ func run(s Spec, stdout io.Writer) error {
 	case PhaseCrash:
 		return crash(e, stdout)
 	case PhaseRun:
+		if s.Cgroup != "" {
+			// Before anything of the store is allocated or read: the
+			// cgroup charges what this process uses from here on.
+			pid := []byte(strconv.Itoa(os.Getpid()))
+			if err := os.WriteFile(filepath.Join(s.Cgroup, "cgroup.procs"), pid, 0o644); err != nil {
+				return errorf("join cgroup %s: %v", s.Cgroup, err)
+			}
+			e.res.Cgroup = memoryCgroup()
+		}
 		if s.CPUProfile != "" {
 			stop, err := startCPUProfile(s.CPUProfile)
 			if err != nil {
@@ -241,3 +264,26 @@ func startCPUProfile(path string) (stop func(), err error) {
 }
 
 func errorf(format string, args ...any) error { return errors.Newf(format, args...) }
+
+// memoryCgroup returns this process's memory cgroup from /proc/self/cgroup:
+// cgroup v1's memory line, or v2's single one; "" if there is neither.
+func memoryCgroup() string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	var v2 string
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if slices.Contains(strings.Split(parts[1], ","), "memory") {
+			return parts[2]
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			v2 = parts[2]
+		}
+	}
+	return v2
+}

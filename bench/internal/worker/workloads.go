@@ -150,6 +150,7 @@ type env struct {
 	store string
 	cfg   kv.Config
 	n     int
+	reads int // lookups of readrandom and seekrandom; 0: n
 	seed  uint64
 	db    kv.Store // open unless the workload TimesOpen
 	res   Result
@@ -257,11 +258,19 @@ func (e *env) gets(n int) (found int64, err error) {
 	return found, nil
 }
 
+// lookups is how many Gets or seeks readrandom and seekrandom make.
+func (e *env) lookups() int {
+	if e.reads > 0 {
+		return e.reads
+	}
+	return e.n
+}
+
 func (e *env) readRandom() error {
 	start := time.Now()
-	found, err := e.gets(e.n)
+	found, err := e.gets(e.lookups())
 	e.res.Seconds = time.Since(start).Seconds()
-	e.res.Ops, e.res.Found = int64(e.n), found
+	e.res.Ops, e.res.Found = int64(e.lookups()), found
 	return err
 }
 
@@ -307,7 +316,7 @@ func (e *env) seekRandom() error {
 	keys, kb := gen.NewKeys(e.n, e.seed, streamRead), make([]byte, gen.KeySize)
 	var found int64
 	start := time.Now()
-	for range e.n {
+	for range e.lookups() {
 		it, err := e.db.NewIter()
 		if err != nil {
 			return err
@@ -328,7 +337,7 @@ func (e *env) seekRandom() error {
 		}
 	}
 	e.res.Seconds = time.Since(start).Seconds()
-	e.res.Ops, e.res.Found = int64(e.n), found
+	e.res.Ops, e.res.Found = int64(e.lookups()), found
 	return nil
 }
 
