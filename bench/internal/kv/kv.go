@@ -73,7 +73,18 @@ type Config struct {
 
 // Staller is implemented by stores that report how long their flow
 // control delayed or held writes since Open (shale's Metrics.Stalls).
-type Staller interface{ StallSeconds() float64 }
+type Staller interface {
+	StallSeconds() float64
+	// Stalls breaks StallSeconds down by kind (the store's names).
+	Stalls() map[string]Stall
+}
+
+// Stall is one kind of write stall: how many writes it held, and for how
+// long in all.
+type Stall struct {
+	Count   int64   `json:"count"`
+	Seconds float64 `json:"seconds"`
+}
 
 // Names lists the stores in the order the benchmark runs and prints them.
 var Names = []string{"shale", "goleveldb", "pebble", "badger", "bbolt"}

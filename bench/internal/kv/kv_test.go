@@ -96,3 +96,33 @@ func TestOpenUnknown(t *testing.T) {
 		t.Fatal("Known is wrong")
 	}
 }
+
+// shale's stalls, by kind, add up to its StallSeconds: a fill of 20 MB in
+// random order, five write buffers, may or may not stall; either way every
+// kind is reported and the kinds and the sum agree.
+func TestShaleStallsByKind(t *testing.T) {
+	s := mustOpen(t, "shale", t.TempDir(), Config{})
+	defer s.Close()
+	v := bytes.Repeat([]byte{'v'}, 1000)
+	for i := 0; i < 20000; i++ {
+		if err := s.Put([]byte(fmt.Sprintf("k%08d", i*7919%20000)), v, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := s.(Staller)
+	kinds := st.Stalls()
+	var sum float64
+	for _, k := range []string{"slowdown", "memtable full", "L0 full"} {
+		got, ok := kinds[k]
+		if !ok {
+			t.Fatalf("no %q in %v", k, kinds)
+		}
+		if got.Seconds < 0 || got.Count < 0 || (got.Count == 0) != (got.Seconds == 0) {
+			t.Errorf("%s: %+v", k, got)
+		}
+		sum += got.Seconds
+	}
+	if total := st.StallSeconds(); total < sum*0.999 || total > sum*1.001+1e-9 {
+		t.Errorf("StallSeconds %v, kinds add to %v (%v)", total, sum, kinds)
+	}
+}

@@ -51,6 +51,13 @@ func (s shaleStore) NewIter() (Iter, error) { return s.db.NewIterator(nil), nil 
 
 func (s shaleStore) Close() error { return s.db.Close() }
 
+// Stalls reports shale's three kinds of write stall since Open.
+func (s shaleStore) Stalls() map[string]Stall {
+	st := s.db.Metrics().Stalls
+	kind := func(m shale.StallMetrics) Stall { return Stall{Count: m.Count, Seconds: m.Duration.Seconds()} }
+	return map[string]Stall{"slowdown": kind(st.Slowdown), "memtable full": kind(st.MemtableFull), "L0 full": kind(st.L0Full)}
+}
+
 // StallSeconds adds up every kind of write stall since Open.
 func (s shaleStore) StallSeconds() float64 {
 	st := s.db.Metrics().Stalls

@@ -66,6 +66,8 @@ type Result struct {
 	// StallSeconds is how long writes were delayed or held by the store's
 	// flow control during the timed span, for stores that say (shale).
 	StallSeconds float64 `json:"stall_seconds,omitempty"`
+	// Stalls breaks StallSeconds down by kind.
+	Stalls map[string]kv.Stall `json:"stalls,omitempty"`
 	// Conflicts counts the transactions the store refused for a conflict
 	// (the transaction workloads); Ops counts those committed.
 	Conflicts int64 `json:"conflicts,omitempty"`
@@ -219,7 +221,7 @@ func timed(e *env, w Workload, stdout io.Writer) error {
 	}
 	err = w.run(e)
 	if s, ok := e.db.(kv.Staller); ok && err == nil {
-		e.res.StallSeconds = s.StallSeconds()
+		e.res.StallSeconds, e.res.Stalls = s.StallSeconds(), s.Stalls()
 	}
 	if e.db != nil {
 		if cerr := e.db.Close(); err == nil {
