@@ -203,10 +203,12 @@ func (db *DB) loadVersions() error {
 			break
 		}
 		if err = db.checkFilesAgainstManifest(); err == nil && !db.opts.ReadOnly {
-			// Before anything new is written: what an earlier Open or a
-			// crash left behind (a table of a flush whose edit never
-			// landed) may be all the free space a full disk has.
-			if err = db.removeLeftovers(); err == nil {
+			// Before anything new is written, the files no version
+			// needs: what an earlier Open or a crash left behind (a
+			// table of a flush whose edit never landed, logs already in
+			// tables, old MANIFESTs) may be all the free space a full
+			// disk has. A failed directory sync fails the Open.
+			if err = db.removeObsolete(); err == nil {
 				err = db.vs.StartWriting()
 			}
 		}
@@ -368,14 +370,6 @@ type noDatabaseError struct{ dir string }
 func (e *noDatabaseError) Error() string        { return "shale: no database in " + e.dir }
 func (e *noDatabaseError) Is(target error) bool { return target == fs.ErrNotExist }
 
-// removeLeftovers removes, before a writable Open writes anything, the
-// files no version needs (deleteObsoleteFiles): tables of a flush or
-// compaction whose edit never landed, logs already in tables, old
-// MANIFESTs. A failed directory sync fails the Open.
-func (db *DB) removeLeftovers() error {
-	return db.removeObsolete()
-}
-
 // removeOpenOutputs removes, when Open fails, the tables and the log it
 // wrote, unless the edit that names them may be on disk: the tables of
 // the replayed records (still among the pending outputs until that edit
@@ -402,11 +396,8 @@ func (db *DB) removeOpenOutputs() {
 			removed = true
 		}
 	}
-	if db.mu.log != nil {
-		path := filename.Make(db.dir, filename.Log, db.mu.log.num)
-		err := db.fs.Remove(path)
-		db.events.walDeleted(WALDeleteInfo{Path: path, FileNum: db.mu.log.num, Err: err})
-		removed = removed || err == nil
+	if db.mu.log != nil && db.removeLog(0, db.mu.log.num) == nil {
+		removed = true
 	}
 	if removed {
 		_ = db.syncDir() // best effort: a removal that is lost is redone by the next Open

@@ -481,10 +481,7 @@ func (db *DB) retireFlushedLogs(res *replayResult, next uint64) error {
 	job := db.events.newJob()
 	for _, num := range logs {
 		res.retired[num] = true
-		path := filename.Make(db.dir, filename.Log, num)
-		err := db.fs.Remove(path)
-		db.events.walDeleted(WALDeleteInfo{JobID: job, Path: path, FileNum: num, Err: err})
-		if err != nil {
+		if err := db.removeLog(job, num); err != nil {
 			return errors.Wrap(err, "shale: remove replayed log")
 		}
 	}
@@ -531,10 +528,7 @@ func (db *DB) retireLogs(rec *replayResult) error {
 	job := db.events.newJob()
 	for _, lr := range rec.report.Logs {
 		if lr.MovedTo == "" && !rec.retired[lr.FileNum] {
-			path := filename.Make(db.dir, filename.Log, lr.FileNum)
-			err := db.fs.Remove(path)
-			db.events.walDeleted(WALDeleteInfo{JobID: job, Path: path, FileNum: lr.FileNum, Err: err})
-			if err != nil {
+			if err := db.removeLog(job, lr.FileNum); err != nil {
 				return errors.Wrap(err, "shale: remove replayed log")
 			}
 		}

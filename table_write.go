@@ -104,6 +104,14 @@ func (db *DB) removeTable(job int, num uint64) error {
 	return err
 }
 
+// removeLog removes WAL number num and tells the listener.
+func (db *DB) removeLog(job int, num uint64) error {
+	name := filename.Make(db.dir, filename.Log, num)
+	err := db.fs.Remove(name)
+	db.events.walDeleted(WALDeleteInfo{JobID: job, Path: name, FileNum: num, Err: err})
+	return err
+}
+
 // createTable creates table file num and a writer over it, for job
 // (reason: "flushing" or "compacting").
 func (db *DB) createTable(num uint64, job int, reason string) (vfs.File, *sstable.Writer, error) {
