@@ -137,13 +137,15 @@ func TestOpenKeepsNoReplayedChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	val := bytes.Repeat([]byte{'v'}, 1000)
-	for i := 0; i < 2000; i++ { // 2 MB: past the carry limit, within one memtable
+	// Twice the carry limit: past it, and within one memtable.
+	n := int(2 * db.carryLimit() / int64(len(val)))
+	for i := 0; i < n; i++ {
 		if err := db.Put([]byte(fmt.Sprintf("k%06d", i)), val, NoSync); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if held, _ := db.memChunks.Stats(); held < 20 {
-		t.Fatalf("the memtable holds %d chunks after 2 MB of puts", held)
+	if held, _ := db.memChunks.Stats(); held < n/100 {
+		t.Fatalf("the memtable holds %d chunks after %d puts of 1 KB", held, n)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
@@ -153,9 +155,9 @@ func TestOpenKeepsNoReplayedChunks(t *testing.T) {
 	}
 	defer db.Close()
 	if held, free := db.memChunks.Stats(); held != 0 || free != 0 {
-		t.Fatalf("after replaying 2 MB into a table: %d chunks held, %d free; want none", held, free)
+		t.Fatalf("after replaying %d puts into a table: %d chunks held, %d free; want none", n, held, free)
 	}
-	if v, err := db.Get([]byte("k001999")); err != nil || !bytes.Equal(v, val) {
+	if v, err := db.Get([]byte(fmt.Sprintf("k%06d", n-1))); err != nil || !bytes.Equal(v, val) {
 		t.Fatalf("Get after reopen: %.10q, %v", v, err)
 	}
 }

@@ -117,11 +117,10 @@ func TestDiskFullTrial(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Values compress to about a quarter: 256 random bytes, repeated.
-	// Open needs room for the table of one log, beside the logs: the
-	// first log holds a write buffer (4 MiB), and the writes that race
-	// the failing flush may fill the second before the error, so the
-	// 2 MiB the filler frees hold that table only if it is well under
-	// half its log. With values that do not compress, a table takes what
+	// Open needs room for the table of what the logs hold, beside them:
+	// the first log can take a whole write buffer (8 MiB, more than the
+	// disk holds), so the 2 MiB the filler frees hold that table only if
+	// it is well under half its log. With values that do not compress, a table takes what
 	// its log takes, and no Open fits in 2 MiB here: that is the bound,
 	// not a defect of Open (the README says so).
 	value := func(k int) []byte {

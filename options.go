@@ -69,7 +69,17 @@ const (
 // (DefaultMaxOpenFiles is, on Unix, a ceiling under the process's file
 // limit: see Options.MaxOpenFiles).
 const (
-	DefaultWriteBufferSize = 4 << 20
+	// DefaultWriteBufferSize is 8 MiB, where LevelDB's is 4: shale counts
+	// what a memtable takes, every entry's index slot included (see
+	// memtable.ApproximateSize), where goleveldb counts only the keys' and
+	// values' bytes. With db_bench's 100-byte values, 8 MiB holds 1.27
+	// times the entries of goleveldb's 4 MiB memdb; the whole process's
+	// peak RSS on fillrandom stays under goleveldb's (47.6 against 62.3
+	// MiB). A memtable that holds more means fewer level-0 tables and
+	// fewer, larger level-0 compactions: fillrandom's write amplification
+	// fell from 3.74 to 2.78 and its time by 29% (three passes each, A/B
+	// against 4 MiB; the README has the figures).
+	DefaultWriteBufferSize = 8 << 20
 	DefaultCacheSize       = 8 << 20
 	DefaultMaxOpenFiles    = 500
 	DefaultBlockSize       = 4 << 10

@@ -33,11 +33,11 @@
 // has settled. Each level above targets a tenth of the one below, up to
 // the base level, the lowest-numbered level whose target is still at least
 // the write buffer size; level 0 compacts straight into the base level, and
-// the levels between are empty. A 1 GiB database with a 4 MiB write
-// buffer:
+// the levels between are empty. A 1 GiB database with the default 8 MiB
+// write buffer:
 //
 //	level  target    holds
-//	L0     4 tables  flushed memtables, about 4 MiB each
+//	L0     4 tables  flushed memtables, of up to 8 MiB each
 //	L1     -         empty
 //	L2     -         empty
 //	L3     -         empty (1 MiB would be under the write buffer size)
@@ -86,7 +86,7 @@
 //
 // Take 1 TB of tables in the last level and 10 billion keys: 100 bytes an
 // entry on disk, about 40 entries in a 4 KiB block. With the defaults
-// (4 MiB write buffer, 2 MiB tables, 4 KiB blocks, 10 bloom bits a key,
+// (8 MiB write buffer, 2 MiB tables, 4 KiB blocks, 10 bloom bits a key,
 // 500 open tables):
 //
 //	level  target    tables of 2 MiB
