@@ -22,7 +22,7 @@ type immMemtable struct {
 }
 
 // maxImmutables is the most full memtables that may wait to be flushed
-// before writes wait (Options.MaxImmutableMemtables; 1 by default). Each
+// before writes wait (Options.MaxImmutableMemtables; 2 by default). Each
 // has a flush of its own under way (see flush).
 const maxImmutables = 2
 

@@ -314,16 +314,16 @@ func TestRetiredLogSyncedOncePerSwitch(t *testing.T) {
 	}
 }
 
-// With the default MaxImmutableMemtables (1), the switch of a second
-// memtable while the first waits for its flush (what a write that fills
-// it, or Flush, does: here the latter, whose path is the same) waits too,
-// counted as a memtable stall, and goes on once that flush is done: the
-// memtables hold at most two write buffers.
-func TestDefaultOneImmutableMemtable(t *testing.T) {
+// With MaxImmutableMemtables 1, the switch of a second memtable while
+// the first waits for its flush (what a write that fills it, or Flush,
+// does: here the latter, whose path is the same) waits too, counted as a
+// memtable stall, and goes on once that flush is done: the memtables hold
+// at most two write buffers.
+func TestOneImmutableMemtable(t *testing.T) {
 	g := newGateFS()
-	db := reviewMustOpen(t, g, &Options{disableAutoCompactions: true})
-	if db.opts.MaxImmutableMemtables != 1 {
-		t.Fatalf("MaxImmutableMemtables defaults to %d, want 1", db.opts.MaxImmutableMemtables)
+	db := reviewMustOpen(t, g, &Options{disableAutoCompactions: true, MaxImmutableMemtables: 1})
+	if def, _ := (&Options{}).withDefaults(); def.MaxImmutableMemtables != DefaultMaxImmutableMemtables || DefaultMaxImmutableMemtables != 2 {
+		t.Fatalf("MaxImmutableMemtables defaults to %d, want 2", def.MaxImmutableMemtables)
 	}
 	g.arm(t)
 	const n = 100
@@ -383,12 +383,12 @@ func TestDefaultOneImmutableMemtable(t *testing.T) {
 	checkValues("after both flushes")
 }
 
-// A write that fills the memtable while the one before it waits for its
-// flush waits too, and counts as one memtable stall; the Flush that
-// follows it waits uncounted.
+// With MaxImmutableMemtables 1, a write that fills the memtable while the
+// one before it waits for its flush waits too, and counts as one memtable
+// stall; the Flush that follows it waits uncounted.
 func TestWriteStallCountedFlushNot(t *testing.T) {
 	g := newGateFS()
-	db := reviewMustOpen(t, g, &Options{WriteBufferSize: 64 << 10, disableAutoCompactions: true})
+	db := reviewMustOpen(t, g, &Options{WriteBufferSize: 64 << 10, disableAutoCompactions: true, MaxImmutableMemtables: 1})
 	g.arm(t)
 	val := bytes.Repeat([]byte("w"), 1000)
 	if err := db.Put(bgKey(0), val, NoSync); err != nil {
