@@ -68,7 +68,7 @@ func (e *snappyEncoder) encode(dst, src []byte) []byte {
 // snappyHash hashes 4 bytes to a table index: shift is at least
 // 32-snappyMaxTableBits, and the mask lets the compiler drop the bounds check.
 func snappyHash(u uint32, shift uint) uint32 {
-	return (u * 0x1e35a7bd) >> shift & (1<<snappyMaxTableBits - 1)
+	return (u * 0x1e35a7bd) >> (shift & 31) & (1<<snappyMaxTableBits - 1)
 }
 
 func load32(b []byte, i int) uint32 { return binary.LittleEndian.Uint32(b[i : i+4]) }
@@ -89,30 +89,11 @@ func (e *snappyEncoder) encodeChunk(dst, src []byte) (d int) {
 	sLimit := len(src) - snappyMargin
 	nextEmit := 0
 	s := 1
-	next := load32(src, s) // the 4 bytes at s
 	for {
-		// Find a 4-byte match, looking every byte at first and then at a
-		// growing stride: past 32 bytes without a match the input is
-		// probably not compressible here.
-		skip := 32
-		nextS := s
 		candidate := 0
-		for {
-			s = nextS
-			cur := next
-			step := skip >> 5
-			nextS = s + step
-			skip += step
-			if nextS > sLimit {
-				goto remainder
-			}
-			h := snappyHash(cur, shift)
-			candidate = int(table[h])
-			table[h] = uint16(s)
-			next = load32(src, nextS)
-			if cur == load32(src, candidate) {
-				break
-			}
+		var found bool
+		if s, candidate, found = findMatch(src, table, shift, s, sLimit); !found {
+			goto remainder
 		}
 		// The stride may have stepped past where the repeat begins.
 		for s > nextEmit && candidate > 0 && src[s-1] == src[candidate-1] {
@@ -139,7 +120,6 @@ func (e *snappyEncoder) encodeChunk(dst, src []byte) (d int) {
 			candidate = int(table[h])
 			table[h] = uint16(s)
 			if uint32(x>>8) != load32(src, candidate) {
-				next = uint32(x >> 16)
 				s++
 				break
 			}
@@ -150,6 +130,34 @@ remainder:
 		d += emitLiteral(dst[d:], src[nextEmit:])
 	}
 	return d
+}
+
+// findMatch looks for a 4-byte match from s on, at every byte at first
+// and then at a growing stride: past 32 bytes without a match the input
+// is probably not compressible here. It returns where the match starts
+// and the earlier position it repeats, or found false once the stride
+// passes sLimit. It is a function of its own so that its loop keeps its
+// variables in registers (within encodeChunk they lived on the stack).
+func findMatch(src []byte, table *[1 << snappyMaxTableBits]uint16, shift uint, s, sLimit int) (at, candidate int, found bool) {
+	skip := 32
+	next := load32(src, s)
+	for {
+		cur := next
+		step := skip >> 5
+		nextS := s + step
+		skip += step
+		if nextS > sLimit {
+			return s, 0, false
+		}
+		h := snappyHash(cur, shift)
+		candidate = int(table[h])
+		table[h] = uint16(s)
+		next = load32(src, nextS)
+		if cur == load32(src, candidate) {
+			return s, candidate, true
+		}
+		s = nextS
+	}
 }
 
 // extendMatch returns the end of the match of src[j:] with src[i:] (i < j):
