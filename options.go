@@ -181,7 +181,7 @@ type Options struct {
 	MaxImmutableMemtables int
 	// MaxConcurrentCompactions bounds the compactions that run at once
 	// (a flush runs beside them in any case). Default: 1 on a machine with
-	// fewer than 4 CPUs, else 2.
+	// one CPU, else 2.
 	MaxConcurrentCompactions int
 	// WALCompression writes the write-ahead log's records compressed with
 	// snappy (wal.CompressRecords: a record is stored compressed when that
