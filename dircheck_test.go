@@ -1,6 +1,7 @@
 package shale_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +15,7 @@ import (
 	"github.com/shale-db/shale/internal/filename"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/vfs"
+	"github.com/shale-db/shale/wal"
 )
 
 // A writable Open refuses a directory that holds anything a database does
@@ -117,6 +119,68 @@ func TestLogWithoutRecordsMovesToLost(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(dir, "lost", "999999.log"))
 	if err != nil || string(got) != string(junk) {
 		t.Fatalf("lost/999999.log = %q, %v; want the file's bytes", got, err)
+	}
+}
+
+// A log whose first write a kill cut short (a FIRST fragment's header and
+// part of its payload, then the zeros reserved ahead of appends) is a torn
+// tail, not a stranger: Open drops it as it drops any torn tail, deletes
+// the log and moves nothing to lost/. A crash test's kill during the first
+// write to a new WAL left one, which Open used to move to lost/.
+func TestTornFirstWriteIsDropped(t *testing.T) {
+	dir := t.TempDir()
+	db, err := shale.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put([]byte("before"), []byte("v"), shale.Sync); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	var log bytes.Buffer
+	w := wal.NewWriter(&log)
+	rec := make([]byte, 100<<10)
+	for i := range rec {
+		rec[i] = byte(i*7 + 1)
+	}
+	if err := w.WriteRecord(rec); err != nil {
+		t.Fatal(err)
+	}
+	torn := make([]byte, 1<<20+4096) // the first 20,000 bytes written, then the reserved zeros
+	copy(torn, log.Bytes()[:20000])
+	name := filepath.Join(dir, "999999.log")
+	if err := os.WriteFile(name, torn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err = shale.Open(dir, &shale.Options{Recovery: shale.Strict})
+	if err != nil {
+		t.Fatalf("Strict Open after a torn first write: %v", err)
+	}
+	defer db.Close()
+	found := false
+	for _, lr := range db.Recovery().Logs {
+		if lr.FileNum != 999999 {
+			continue
+		}
+		found = true
+		if lr.Damaged() || lr.MovedTo != "" || lr.Records != 0 || lr.TornTail == nil || lr.TornTail.Offset != 0 {
+			t.Fatalf("log 999999: %+v; want a torn tail from offset 0, nothing moved", lr)
+		}
+	}
+	if !found {
+		t.Fatal("the recovery report does not name log 999999")
+	}
+	if _, err := os.Stat(name); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the torn log is still there (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "lost")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("lost/ exists (%v)", err)
+	}
+	if v, err := db.Get([]byte("before")); err != nil || string(v) != "v" {
+		t.Errorf("Get(before) = %q, %v", v, err)
+	}
+	if err := db.Put([]byte("after"), []byte("w"), shale.Sync); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -540,7 +540,8 @@ func (db *DB) retireLogs(rec *replayResult) error {
 // keepInLost reports whether replayed log lr, named name, goes to lost/
 // rather than being deleted: it had damage, or it holds no valid record
 // yet is not all zeros (see logHoldsData), so that it may not be a log of
-// ours at all.
+// ours at all, unless it is one whose first write a kill cut short (see
+// tornFirstWrite).
 func (db *DB) keepInLost(lr *LogRecovery, name string) (bool, error) {
 	if lr.Damaged() {
 		return true, nil
@@ -552,12 +553,53 @@ func (db *DB) keepInLost(lr *LogRecovery, name string) (bool, error) {
 	if err != nil || !data {
 		return false, err
 	}
+	if lr.TornTail != nil && lr.TornTail.Offset == 0 {
+		if torn, err := db.tornFirstWrite(name); err != nil || torn {
+			return false, err
+		}
+	}
 	st, err := db.fs.Stat(name)
 	if err != nil {
 		return false, errors.Wrap(err, "shale: stat log")
 	}
 	db.opts.Logger.Warn("shale: log holds no valid record; moved to lost/", "log", lr.FileNum, "bytes", st.Size())
 	return true, nil
+}
+
+// tornFirstWrite reports whether log name, whose torn tail starts at its
+// first byte, is a log of ours whose first write a kill cut short: it
+// starts with a header that a Writer writes at a record's start, and it
+// ends in zeros, as a log reserved ahead of its appends does (vfs.AppendTo
+// zeroes a megabyte ahead). A kill can cut a write short: Linux stops a
+// large write between pages once the writer has a fatal signal pending.
+// A crash test's kill during the first write to a new WAL left one (a
+// FIRST fragment's header and part of its payload, then zeros to 1 MiB):
+// it held a write that was never acknowledged, and is dropped as any torn
+// tail is.
+func (db *DB) tornFirstWrite(name string) (bool, error) {
+	f, err := db.fs.Open(name)
+	if err != nil {
+		return false, errors.Wrapf(err, "shale: open log %s", filepath.Base(name))
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return false, errors.Wrapf(err, "shale: stat log %s", filepath.Base(name))
+	}
+	var h [wal.HeaderSize]byte
+	if _, err := f.ReadAt(h[:], 0); err != nil || !wal.StartsRecord(h[:]) {
+		return false, nil
+	}
+	tail := make([]byte, min(st.Size()-wal.HeaderSize, 4096))
+	if _, err := f.ReadAt(tail, st.Size()-int64(len(tail))); err != nil {
+		return false, nil
+	}
+	for _, b := range tail {
+		if b != 0 {
+			return false, nil
+		}
+	}
+	return len(tail) > 0, nil
 }
 
 // logRecovery logs what recovery found, one line per log with damage.

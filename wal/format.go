@@ -50,6 +50,19 @@ const (
 	SnappyFirstType RecordType = 17
 )
 
+// StartsRecord reports whether header, the first HeaderSize bytes of a
+// block, is one a Writer writes at the start of a record (or a pack of
+// them): a type that starts one and a length that fits in the block. Its
+// checksum is not checked: recovery asks this of a log whose first record
+// a crash cut short, whose checksum then fails.
+func StartsRecord(header []byte) bool {
+	if len(header) < HeaderSize {
+		return false
+	}
+	length := int(header[4]) | int(header[5])<<8
+	return startsRecord(RecordType(header[6])) && length <= BlockSize-HeaderSize
+}
+
 // startsRecord reports whether a fragment of type t starts a record (or a
 // pack of them).
 func startsRecord(t RecordType) bool {
