@@ -570,12 +570,11 @@ func (db *DB) keepInLost(lr *LogRecovery, name string) (bool, error) {
 // first byte, is a log of ours whose first write a kill cut short: it
 // starts with a header that a Writer writes at a record's start, and it
 // ends in zeros, as a log reserved ahead of its appends does (vfs.AppendTo
-// zeroes a megabyte ahead). A kill can cut a write short: Linux stops a
+// zeroes a megabyte ahead). A kill can cut a write short: Linux can stop a
 // large write between pages once the writer has a fatal signal pending.
-// A crash test's kill during the first write to a new WAL left one (a
-// FIRST fragment's header and part of its payload, then zeros to 1 MiB):
-// it held a write that was never acknowledged, and is dropped as any torn
-// tail is.
+// A crash test's kill left such a log (a torn tail from offset 0 over all
+// of its 1 MiB and 4 KiB, not all zeros): what it held was a write never
+// acknowledged, and it is dropped as any torn tail is.
 func (db *DB) tornFirstWrite(name string) (bool, error) {
 	f, err := db.fs.Open(name)
 	if err != nil {

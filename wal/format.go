@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"encoding/binary"
 	"hash/crc32"
 	"strconv"
 )
@@ -59,8 +60,8 @@ func StartsRecord(header []byte) bool {
 	if len(header) < HeaderSize {
 		return false
 	}
-	length := int(header[4]) | int(header[5])<<8
-	return startsRecord(RecordType(header[6])) && length <= BlockSize-HeaderSize
+	length := int(binary.LittleEndian.Uint16(header[4:6]))
+	return startsRecord(RecordType(header[6])) && HeaderSize+length <= BlockSize
 }
 
 // startsRecord reports whether a fragment of type t starts a record (or a
