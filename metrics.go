@@ -75,9 +75,10 @@ type Metrics struct {
 	Stalls struct{ Slowdown, MemtableFull, L0Full StallMetrics }
 
 	// BlockCache: hits, misses, and the bytes of data blocks it holds out
-	// of its capacity; Pinned is the open tables' index and filter
-	// blocks, which are charged to the capacity too (see
-	// Options.CacheSize).
+	// of its capacity; Pinned is the bytes of the tables' index and filter
+	// blocks, which it holds beside them under the same capacity (see
+	// Options.CacheSize), plus any too large for it that their open
+	// tables keep.
 	BlockCache struct{ Hits, Misses, Bytes, Pinned, Capacity int64 }
 
 	// MemtableBytes is the approximate size of the memtable taking writes;
@@ -186,7 +187,7 @@ func (db *DB) Metrics() Metrics {
 	v.Unref()
 	cm := db.blockCache.Metrics()
 	m.BlockCache.Hits, m.BlockCache.Misses = cm.Hits, cm.Misses
-	m.BlockCache.Bytes, m.BlockCache.Pinned, m.BlockCache.Capacity = cm.Size, cm.Pinned, db.opts.CacheSize
+	m.BlockCache.Bytes, m.BlockCache.Pinned, m.BlockCache.Capacity = cm.Size-cm.Meta, cm.Meta+cm.Kept, db.opts.CacheSize
 	m.WALBytes = db.walBytes.Load()
 	m.Marked = db.vs.Marked()
 	cs := db.txns.stats()

@@ -123,11 +123,13 @@ type Options struct {
 	// WriteBufferSize is the memtable size, in bytes, above which it is
 	// flushed to a table. Default DefaultWriteBufferSize.
 	WriteBufferSize int64
-	// CacheSize is the capacity of the block cache in bytes: the data
-	// blocks it caches and the index and filter blocks of the open tables,
-	// which are charged to it while their tables are open (the data
-	// blocks keep at least a quarter of it, however many tables are
-	// open). Default DefaultCacheSize.
+	// CacheSize is the capacity of the block cache in bytes. It holds the
+	// tables' data blocks and their index and filter blocks alike, least
+	// recently used first out, so the memory reads take stays within it
+	// however large the database grows (index and filter blocks are about
+	// 5% of the tables: 45 MB at 20 million keys). An index or filter
+	// block larger than a sixteenth of it is kept by its table while the
+	// table is open instead. Default DefaultCacheSize.
 	CacheSize int64
 	// MaxOpenFiles bounds the table files kept open, by reads and
 	// compactions alike: an iterator over more tables than this reopens

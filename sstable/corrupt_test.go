@@ -333,7 +333,7 @@ func TestFilterReadAtFirstGet(t *testing.T) {
 	if err := it.Close(); err != nil || n != len(model) {
 		t.Fatalf("scan: %d entries of %d, %v", n, len(model), err)
 	}
-	if r.filterLoaded.Load() {
+	if r.filterRead() {
 		t.Fatal("the filter was read by Open or a scan")
 	}
 	get := func(e kv) {
@@ -350,12 +350,12 @@ func TestFilterReadAtFirstGet(t *testing.T) {
 			t.Fatalf("Get(%s) with the filter unreadable = %v, want the I/O error", ikey.String(e.key), err)
 		}
 	}
-	if r.filterLoaded.Load() {
+	if r.filterRead() {
 		t.Fatal("a filter that failed to read counts as read")
 	}
 	f.off = -1 // the disk recovers
 	get(model[0])
-	if !r.filterLoaded.Load() || r.filter == nil {
+	if !r.filterRead() {
 		t.Fatal("the first Get after the I/O error did not read the filter")
 	}
 	if v, _, found, err := r.Get([]byte("\xff\xff absent"), ikey.MaxSeq, nil); found || err != nil {

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/shale-db/shale/internal/cache"
 	"github.com/shale-db/shale/internal/ikey"
 )
 
@@ -161,22 +162,28 @@ func FuzzTable(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, verify := range []bool{true, false} {
-			fuzzReadTable(t, b, verify)
+			fuzzReadTable(t, b, verify, nil)
+			// With a cache, where index, filter and data blocks meet
+			// under their offsets (a damaged table's may coincide).
+			c := cache.New(1 << 20)
+			fuzzReadTable(t, b, verify, c)
+			c.Close()
 		}
 	})
 }
 
-func fuzzReadTable(t *testing.T, b []byte, verify bool) {
+func fuzzReadTable(t *testing.T, b []byte, verify bool, c *cache.Cache) {
 	check := func(err error) {
 		if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupported) {
 			t.Fatalf("error matches neither sentinel: %v", err)
 		}
 	}
-	r, err := open(bytes.NewReader(b), int64(len(b)), ReaderOptions{FileName: "fuzz.ldb"}, verify)
+	r, err := open(bytes.NewReader(b), int64(len(b)), ReaderOptions{FileName: "fuzz.ldb", FileNum: 1, Cache: c}, verify)
 	if err != nil {
 		check(err)
 		return
 	}
+	defer r.Close()
 	it := r.NewIter()
 	var keys [][]byte
 	for ok := it.First(); ok && len(keys) <= len(b); ok = it.Next() {

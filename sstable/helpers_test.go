@@ -196,3 +196,41 @@ func (c *iterChecker) walk(probes [][]byte, rng *rand.Rand) {
 		}
 	}
 }
+
+// loadedIndex returns r's index block with its entry table, if it can
+// have one: as Gets give it (see indexBlock). It stays valid while r keeps
+// it (a Reader without a cache) or the cache does.
+func (r *Reader) loadedIndex(tb testing.TB) *indexBlock {
+	tb.Helper()
+	for range tabAfter + 1 {
+		v, ib, err := r.acquireIndexForGet()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		v.Release()
+		if ib.tab != nil {
+			return ib
+		}
+	}
+	v, ib, _ := r.acquireIndex()
+	v.Release()
+	return ib
+}
+
+// loadedFilter returns r's filter (nil: none usable), reading it if it was
+// not yet. It stays valid as loadedIndex's block does.
+func (r *Reader) loadedFilter() (*filterReader, error) {
+	v, f, err := r.acquireFilter()
+	v.Release()
+	return f, err
+}
+
+// filterRead reports whether r holds a filter it has read and not lost.
+func (r *Reader) filterRead() bool {
+	v := r.filter.Load()
+	if v == nil || !v.TryRef() {
+		return false
+	}
+	v.Release()
+	return true
+}

@@ -16,15 +16,16 @@ func TestIndexTableGet(t *testing.T) {
 	entries := randomEntries(rng, 5000, 300)
 	table := writeTable(t, entries, WriterOptions{})
 	r := openTable(t, table, ReaderOptions{})
-	if r.indexTab == nil {
+	ib := r.loadedIndex(t)
+	if ib.tab == nil {
 		t.Fatal("no index table for a table shale wrote")
 	}
 	var idx blockIter
-	r.indexIter(&idx)
+	r.indexIter(&idx, ib)
 	n := 0
 	for ok := idx.First(); ok; ok = idx.Next() {
-		e := r.indexTab[n]
-		if !bytes.Equal(indexKey(r.index, e), idx.key) || !bytes.Equal(indexHandle(r.index, e), idx.val) {
+		e := ib.tab[n]
+		if !bytes.Equal(indexKey(ib.data, e), idx.key) || !bytes.Equal(indexHandle(ib.data, e), idx.val) {
 			t.Fatalf("index entry %d differs from the block's", n)
 		}
 		if h, _ := decodeHandle(idx.val); e.h != h {
@@ -35,11 +36,11 @@ func TestIndexTableGet(t *testing.T) {
 		}
 		n++
 	}
-	if n != len(r.indexTab) {
-		t.Fatalf("index table of %d entries for %d in the block", len(r.indexTab), n)
+	if n != len(ib.tab) {
+		t.Fatalf("index table of %d entries for %d in the block", len(ib.tab), n)
 	}
 	plain := openTable(t, table, ReaderOptions{})
-	plain.indexTab = nil
+	plain.loadedIndex(t).tab = nil
 	for _, p := range probeKeys(entries) {
 		u, seq := ikey.UserKey(p), ikey.Seq(p)
 		v1, k1, f1, e1 := r.Get(u, seq, nil)

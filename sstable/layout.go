@@ -58,8 +58,13 @@ func (t *Reader) Layout() (*Layout, error) {
 	for _, m := range t.metaKeys {
 		l.MetaIndex = append(l.MetaIndex, MetaEntry{Name: m.name, Handle: m.handle, Valid: m.ok})
 	}
+	iv, ib, err := t.acquireIndex()
+	if err != nil {
+		return l, err
+	}
+	defer iv.Release()
 	var idx blockIter
-	t.indexIter(&idx)
+	t.indexIter(&idx, ib)
 	for ok := idx.First(); ok; ok = idx.Next() {
 		info := BlockInfo{Kind: "data", IndexKey: append([]byte(nil), idx.key...)}
 		h, err := t.blockHandle(idx.val)

@@ -28,7 +28,7 @@ func TestScanReadsAhead(t *testing.T) {
 		}
 		blocks := 0
 		var idx blockIter
-		r.indexIter(&idx)
+		r.indexIter(&idx, r.loadedIndex(t))
 		for ok := idx.First(); ok; ok = idx.Next() {
 			blocks++
 		}
@@ -77,7 +77,7 @@ func TestReadaheadDamage(t *testing.T) {
 	r := openTable(t, file, ReaderOptions{})
 	var handles []BlockHandle
 	var idx blockIter
-	r.indexIter(&idx)
+	r.indexIter(&idx, r.loadedIndex(t))
 	for ok := idx.First(); ok; ok = idx.Next() {
 		h, err := r.blockHandle(idx.val)
 		if err != nil {

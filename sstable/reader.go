@@ -37,42 +37,70 @@ type ReaderOptions struct {
 	Cache *cache.Cache
 }
 
-// Reader reads a table. Open checks the footer, metaindex, filter and index
-// blocks; data blocks are read (and their checksums verified) on demand.
+// Reader reads a table. Open checks the footer, metaindex and index
+// blocks; data blocks are read (and their checksums verified) on demand,
+// and so is the filter block, at the first Get that needs it.
 // A Reader is safe for concurrent use by any number of Get calls and
 // iterators, provided its io.ReaderAt is.
+//
+// With a cache (ReaderOptions.Cache), the index and filter blocks are
+// cached there like data blocks, under the same capacity: the memory a
+// database's open tables take grows with the cache, not with the data (a
+// table's index and filter blocks are about 5% of it). The Reader keeps a
+// pointer to each and takes a reference with Value.TryRef, so a Get whose
+// blocks are cached takes no lock; one whose block was evicted finds it in
+// the cache again or reads it. An index or filter block larger than the
+// cache can hold (a shard's share, a sixteenth of its capacity), and every
+// such block of a Reader without a cache, is kept by the Reader until
+// Close.
 type Reader struct {
 	r      io.ReaderAt
 	size   int64
 	opts   ReaderOptions
 	footer Footer
-	index  []byte // decoded index block
-	// indexTab lists index's entries for Get, or is nil (see
-	// buildIndexTable).
-	indexTab []indexEntry
-	// filter is the table's bloom filter (nil: none usable), once
-	// filterLoaded is set. A Reader with a cache reads it at the first
-	// Get that needs it (loadedFilter); one without reads it at Open.
-	filter       *filterReader
-	filterLoaded atomic.Bool
-	filterMu     sync.Mutex // guards loading the filter, kept after Open, closed
+	// index and filter point to the Values holding the index block (Aux:
+	// *indexBlock) and the filter block (Aux: *filterReader) as last
+	// loaded: nil before, and possibly freed since (TryRef tells).
+	index, filter atomic.Pointer[cache.Value]
+	// metaMu serializes loading the index and filter blocks, and guards
+	// own, ownBytes, closed and filterErr.
+	metaMu sync.Mutex
+	// own holds the index and filter blocks the cache did not take, until
+	// Close; ownBytes is their size, counted with Cache.Keep.
+	own      []*cache.Value
+	ownBytes int64
+	closed   bool
+	// filterHandle locates the filter block, if hasFilter.
 	filterHandle BlockHandle
-	closed       bool
-	// filterErr is why a filter the metaindex names was dropped, if it was.
-	filterErr error
-	// kept holds the memory of index, indexTab and the filter when it
-	// comes from the block cache's maps (ReaderOptions.Cache), released
-	// by Close: on the Go heap, the tables' index and filter blocks were
-	// most of what a database keeps live, and the collector let the heap
-	// grow to twice that.
-	kept     []*cache.Value
-	pinned   int64       // bytes of kept charged with Cache.Pin
-	metaKeys []metaEntry // every metaindex entry, for Layout
+	hasFilter    bool
+	// filterDropped is set once the filter block was found damaged: reads
+	// go on without it. filterErr says why, or why the metaindex's entry
+	// for it was unusable.
+	filterDropped atomic.Bool
+	filterErr     error
+	metaKeys      []metaEntry // every metaindex entry, for Layout
 	// rangeDels are the table's range deletions, read at Open.
 	rangeDels rangedel.Spans
 
 	skipChecksums bool // only for fuzzing
 }
+
+// indexBlock is a decoded index block and, if it has one, the table of its
+// entries for Get (see buildIndexTable), both in one Value's bytes.
+//
+// A block is loaded without a table, and Get searches it with a block
+// iterator. The table comes with the block's tabAfter'th use while it stays
+// cached: it makes Get's search faster, but building it takes about as
+// long as reading the block, which is wasted on a block that is evicted
+// before its next use (a database many times the cache, read at random).
+type indexBlock struct {
+	data []byte
+	tab  []indexEntry
+	uses atomic.Int32 // Gets that used the block without a table
+}
+
+// tabAfter is the use of an index block that gives it its table.
+const tabAfter = 4
 
 // metaEntry is one metaindex entry.
 type metaEntry struct {
@@ -81,12 +109,13 @@ type metaEntry struct {
 	ok     bool // handle decoded
 }
 
-// Open reads the footer, metaindex, filter and index blocks of the table
-// of size bytes in r. A damaged table gives an error matching ErrCorrupt,
-// but for a damaged filter block, which is dropped (FilterErr says why);
-// an error reading r fails Open whatever the block. The filter is used
-// only if the metaindex names FilterMetaKey (filters under the old name
-// are ignored). Open does not take ownership of r.
+// Open reads the footer, metaindex and index blocks of the table of size
+// bytes in r. A damaged table gives an error matching ErrCorrupt, but for
+// a damaged filter block, which is dropped when a read first meets it
+// (FilterErr says why); an error reading r fails Open whatever the block.
+// Without a cache Open reads the filter too. The filter is used only if
+// the metaindex names FilterMetaKey (filters under the old name are
+// ignored). Open does not take ownership of r.
 func Open(r io.ReaderAt, size int64, opts ReaderOptions) (*Reader, error) {
 	return open(r, size, opts, true)
 }
@@ -110,57 +139,225 @@ func open(r io.ReaderAt, size int64, opts ReaderOptions, verify bool) (*Reader, 
 		t.Close()
 		return nil, err
 	}
-	index, err := t.keepBlock(t.footer.Index)
+	v, _, err := t.acquireIndex()
 	if err != nil {
 		t.Close()
 		return nil, err
 	}
-	var it blockIter
-	if err := it.init(index, true, opts.FileName, int64(t.footer.Index.Offset)); err != nil {
-		t.Close()
-		return nil, err
+	v.Release()
+	if opts.Cache == nil {
+		// Nothing would evict it: read it now, as reads will need it.
+		v, _, err := t.acquireFilter()
+		if err != nil {
+			t.Close()
+			return nil, err
+		}
+		v.Release()
 	}
-	t.index = index
-	t.indexTab = buildIndexTable(index, opts.FileName, int64(t.footer.Index.Offset), t.allocIndexTable)
 	return t, nil
 }
 
-// keepBlock reads the block at h, as readBlock, into memory that the
-// Reader keeps until Close: the block cache's (not cached), else Go's.
-func (t *Reader) keepBlock(h BlockHandle) ([]byte, error) {
-	if t.opts.Cache == nil {
-		return t.readBlock(h)
+// acquireIndex returns the table's index block and the Value holding it,
+// which the caller releases once done with the block.
+func (t *Reader) acquireIndex() (*cache.Value, *indexBlock, error) {
+	if v := t.index.Load(); v != nil && v.TryRef() {
+		return v, v.Aux.(*indexBlock), nil
 	}
+	v, err := t.acquireSlow(&t.index, t.footer.Index, t.loadIndex)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, v.Aux.(*indexBlock), nil
+}
+
+// acquireIndexForGet is acquireIndex for a Get, which counts as a use of
+// a block without a table (see indexBlock) and, at its tabAfter'th, puts
+// the block with its table in the cache in its place.
+func (t *Reader) acquireIndexForGet() (*cache.Value, *indexBlock, error) {
+	v, ib, err := t.acquireIndex()
+	if err != nil || ib.tab != nil || ib.uses.Add(1) != tabAfter {
+		return v, ib, err
+	}
+	nv := t.withTable(ib.data)
+	if nv == nil {
+		return v, ib, nil // entries the table cannot list: the iterator searches
+	}
+	t.metaMu.Lock()
+	defer t.metaMu.Unlock()
+	if t.closed || t.index.Load() != v {
+		nv.Release()
+		return v, ib, nil
+	}
+	if !t.opts.Cache.Set(t.opts.FileNum, t.footer.Index.Offset, nv) {
+		nv.Ref()
+		t.keepLocked(nv)
+	}
+	t.unkeepLocked(v)
+	t.index.Store(nv)
+	v.Release()
+	return nv, nv.Aux.(*indexBlock), nil
+}
+
+// withTable returns a new Value holding a copy of the index block data
+// and its entry table, or nil if buildIndexTable makes none.
+func (t *Reader) withTable(data []byte) *cache.Value {
+	var it blockIter
+	off := int64(t.footer.Index.Offset)
+	if it.init(data, true, t.opts.FileName, off) != nil || it.numRestarts == 0 {
+		return nil
+	}
+	n := len(data)
+	at := (n + 7) &^ 7 // indexEntry's alignment
+	v := t.opts.Cache.Alloc(at + it.numRestarts*int(unsafe.Sizeof(indexEntry{})))
+	b := v.Bytes()
+	copy(b, data)
+	ib := &indexBlock{data: b[:n:n]}
+	ib.tab = buildIndexTable(ib.data, t.opts.FileName, off, func(k int) []indexEntry {
+		return unsafe.Slice((*indexEntry)(unsafe.Pointer(&b[at])), k)
+	})
+	if ib.tab == nil {
+		v.Release()
+		return nil
+	}
+	v.Aux = ib
+	return v
+}
+
+// acquireFilter returns the table's filter and the Value holding it, which
+// the caller releases once done with the filter; both are nil if the table
+// has no usable filter. A damaged filter block is dropped, as LevelDB
+// drops it: the table still answers every read, only without the
+// shortcut. An I/O error is not damage: it is returned, and the next call
+// reads the block again.
+func (t *Reader) acquireFilter() (*cache.Value, *filterReader, error) {
+	if !t.hasFilter || t.filterDropped.Load() {
+		return nil, nil, nil
+	}
+	if v := t.filter.Load(); v != nil && v.TryRef() {
+		return v, v.Aux.(*filterReader), nil
+	}
+	v, err := t.acquireSlow(&t.filter, t.filterHandle, t.loadFilter)
+	if v == nil || err != nil {
+		return nil, nil, err
+	}
+	return v, v.Aux.(*filterReader), nil
+}
+
+// errReaderClosed is returned by reads of a Reader after its Close.
+var errReaderClosed = errors.New("sstable: read of a closed table")
+
+// acquireSlow is acquireIndex's and acquireFilter's way when the Value
+// they point to is gone (or was never loaded). Under metaMu, the cache may
+// still have the block (another Reader of the file cached it, or a
+// concurrent caller just did); if not, load reads it, and it goes to the
+// cache, or to own if the cache does not take it. A nil Value with a nil
+// error means load dropped the block.
+func (t *Reader) acquireSlow(p *atomic.Pointer[cache.Value], h BlockHandle, load func(BlockHandle) (*cache.Value, error)) (*cache.Value, error) {
+	t.metaMu.Lock()
+	defer t.metaMu.Unlock()
+	if t.closed {
+		return nil, errReaderClosed
+	}
+	if v := p.Load(); v != nil && v.TryRef() {
+		return v, nil
+	}
+	shared := false // another block of the table has this offset
+	if v := t.opts.Cache.Get(t.opts.FileNum, h.Offset); v != nil {
+		// The key is the block's offset, so the cached Value is this
+		// block as load made it, unless the table is damaged so that
+		// two of its handles share an offset.
+		if sameKind(v.Aux, p == &t.index) {
+			p.Store(v)
+			return v, nil
+		}
+		v.Release()
+		shared = true
+	}
+	v, err := load(h)
+	if v == nil || err != nil {
+		return nil, err
+	}
+	if shared || !t.opts.Cache.Set(t.opts.FileNum, h.Offset, v) {
+		v.Ref()
+		t.keepLocked(v)
+	}
+	p.Store(v)
+	return v, nil
+}
+
+// sameKind reports whether aux, a cached Value's, is an index block's (if
+// index) or a filter block's.
+func sameKind(aux any, index bool) bool {
+	if index {
+		_, ok := aux.(*indexBlock)
+		return ok
+	}
+	_, ok := aux.(*filterReader)
+	return ok
+}
+
+// keepLocked keeps v, holding a reference of its own, until Close: a block
+// the cache did not take. Called with metaMu held.
+func (t *Reader) keepLocked(v *cache.Value) {
+	t.own = append(t.own, v)
+	n := int64(cap(v.Bytes()))
+	t.ownBytes += n
+	t.opts.Cache.Keep(n)
+}
+
+// unkeepLocked gives back the reference keepLocked took to v, if it took
+// one: v has been replaced. Called with metaMu held.
+func (t *Reader) unkeepLocked(v *cache.Value) {
+	for i, o := range t.own {
+		if o == v {
+			t.own = append(t.own[:i], t.own[i+1:]...)
+			n := int64(cap(v.Bytes()))
+			t.ownBytes -= n
+			t.opts.Cache.Unkeep(n)
+			v.Release()
+			return
+		}
+	}
+}
+
+// loadIndex reads and checks the index block at h into a new Value whose
+// Aux is the *indexBlock, without its entry table.
+func (t *Reader) loadIndex(h BlockHandle) (*cache.Value, error) {
 	v, err := t.readDecoded(h, t.opts.Cache)
 	if err != nil {
 		return nil, err
 	}
-	t.keep(v)
-	return v.Bytes(), nil
-}
-
-// keep holds v, allocated from the cache, until Close, charged to the
-// cache's capacity.
-func (t *Reader) keep(v *cache.Value) {
-	t.kept = append(t.kept, v)
-	n := int64(cap(v.Bytes()))
-	t.pinned += n
-	t.opts.Cache.Pin(n)
-}
-
-// allocIndexTable returns room for n index entries, kept as keepBlock
-// keeps blocks. indexEntry holds no pointers, so it may live outside the
-// Go heap.
-func (t *Reader) allocIndexTable(n int) []indexEntry {
-	if t.opts.Cache == nil || n == 0 {
-		return make([]indexEntry, n)
+	var it blockIter
+	if err := it.init(v.Bytes(), true, t.opts.FileName, int64(h.Offset)); err != nil {
+		v.Release()
+		return nil, err
 	}
-	v := t.opts.Cache.Alloc(n * int(unsafe.Sizeof(indexEntry{})))
-	t.keep(v)
-	return unsafe.Slice((*indexEntry)(unsafe.Pointer(unsafe.SliceData(v.Bytes()))), n)
+	v.Aux = &indexBlock{data: v.Bytes()}
+	return v, nil
 }
 
-// readMetaIndex reads the metaindex block and the filter block it names.
+// loadFilter reads the filter block at h into a new Value whose Aux is the
+// *filterReader. Damage drops the filter for good (a nil Value and a nil
+// error). Called with metaMu held.
+func (t *Reader) loadFilter(h BlockHandle) (*cache.Value, error) {
+	v, err := t.readDecoded(h, t.opts.Cache)
+	if err == nil {
+		if f, ok := newFilterReader(v.Bytes()); ok {
+			v.Aux = f
+			return v, nil
+		}
+		v.Release()
+		err = t.corrupt(int64(h.Offset), "filter block: malformed")
+	}
+	if !errors.Is(err, ErrCorrupt) {
+		return nil, err
+	}
+	t.filterErr = err
+	t.filterDropped.Store(true)
+	return nil, nil
+}
+
+// readMetaIndex reads the metaindex block and the range deletions it names.
 func (t *Reader) readMetaIndex() error {
 	h := t.footer.MetaIndex
 	meta, err := t.readBlock(h)
@@ -171,7 +368,6 @@ func (t *Reader) readMetaIndex() error {
 	if err := it.init(meta, false, t.opts.FileName, int64(h.Offset)); err != nil {
 		return err
 	}
-	lazy := false // a filter is left for the first Get to read
 	for ok := it.First(); ok; ok = it.Next() {
 		bh, n := decodeHandle(it.val)
 		t.metaKeys = append(t.metaKeys, metaEntry{name: string(it.key), handle: bh, ok: n > 0})
@@ -193,65 +389,14 @@ func (t *Reader) readMetaIndex() error {
 		if string(it.key) != FilterMetaKey {
 			continue
 		}
-		// A damaged filter is dropped, as LevelDB drops it: the table
-		// still answers every read, only without the shortcut. An I/O
-		// error is not damage: it fails Open, so that the caller hears of
-		// it and a later Open reads the filter again.
+		// A damaged filter is dropped (see acquireFilter).
 		if n == 0 {
 			t.filterErr = t.corrupt(int64(h.Offset), "metaindex: bad filter block handle")
 			continue
 		}
-		t.filterHandle = bh
-		if lazy = t.opts.Cache != nil; lazy {
-			continue
-		}
-		if err := t.loadFilter(); err != nil {
-			return err
-		}
-	}
-	if !lazy {
-		t.filterLoaded.Store(true) // read already, or none to read
+		t.filterHandle, t.hasFilter = bh, true
 	}
 	return it.err
-}
-
-// loadFilter reads the filter block at filterHandle. Damage drops the
-// filter, as LevelDB drops it: the table still answers every read, only
-// without the shortcut. An I/O error is not damage: it is returned, and
-// the filter is read again next time. Called by Open, or with filterMu
-// held.
-func (t *Reader) loadFilter() error {
-	fb, err := t.keepBlock(t.filterHandle)
-	switch {
-	case err == nil:
-		t.filter, _ = newFilterReader(fb)
-	case errors.Is(err, ErrCorrupt):
-		t.filterErr = err
-	default:
-		return err
-	}
-	t.filterLoaded.Store(true)
-	return nil
-}
-
-// loadedFilter returns the table's filter, reading it first if a Reader
-// with a cache has not yet: a table's filter (about 48 KB of a 2 MiB
-// table) takes memory only once point reads use it, not while
-// compactions and scans read the table. An I/O error reading it is
-// returned (the next call reads again), as Open returns it when it reads
-// the filter.
-func (t *Reader) loadedFilter() (*filterReader, error) {
-	if t.filterLoaded.Load() {
-		return t.filter, nil
-	}
-	t.filterMu.Lock()
-	defer t.filterMu.Unlock()
-	if !t.filterLoaded.Load() && !t.closed {
-		if err := t.loadFilter(); err != nil {
-			return nil, err
-		}
-	}
-	return t.filter, nil
 }
 
 // corrupt returns an ErrCorrupt error at offset off of this table.
@@ -392,7 +537,13 @@ func (t *Reader) snappyLen(src []byte, off int64) (int, error) {
 // that goes to no cache is decoded into ra's own buffers and has no Value.
 func (t *Reader) dataBlock(h BlockHandle, noFill bool, ra *readahead) ([]byte, *cache.Value, error) {
 	if v := t.opts.Cache.Get(t.opts.FileNum, h.Offset); v != nil {
-		return v.Bytes(), v, nil
+		if v.Aux == nil {
+			return v.Bytes(), v, nil
+		}
+		// A damaged table's index or filter handle has this block's
+		// offset: read the block itself, and leave the cache alone.
+		v.Release()
+		noFill = true
 	}
 	raw, err := ra.block(t, h)
 	keep := !noFill && !ra.longScan()
@@ -490,10 +641,10 @@ func (t *Reader) decodeRaw(h BlockHandle, raw, dst []byte) ([]byte, error) {
 	return t.decodeBlock(stored, typ, int64(h.Offset), dst)
 }
 
-// indexIter returns an iterator over the index block.
-func (t *Reader) indexIter(it *blockIter) {
-	// The index block was validated by Open, so init cannot fail.
-	_ = it.init(t.index, true, t.opts.FileName, int64(t.footer.Index.Offset))
+// indexIter points it at ib, the table's index block.
+func (t *Reader) indexIter(it *blockIter, ib *indexBlock) {
+	// The index block was checked when it was loaded, so init cannot fail.
+	_ = it.init(ib.data, true, t.opts.FileName, int64(t.footer.Index.Offset))
 }
 
 // blockHandle decodes the handle in an index entry.
@@ -521,17 +672,26 @@ func (t *Reader) Get(ukey []byte, seq uint64, dst []byte) (value []byte, kind ik
 // found, which a range deletion covering ukey may be above.
 func (t *Reader) GetEntry(ukey []byte, seq uint64, dst []byte) (value []byte, entrySeq uint64, kind ikey.Kind, found bool, err error) {
 	seek := ikey.SeekKey(ukey, seq)
-	var pos indexPos
+	iv, ib, err := t.acquireIndexForGet()
+	if err != nil {
+		return nil, 0, 0, false, err
+	}
+	defer iv.Release()
+	pos := indexPos{ib: ib}
 	h, ok, err := pos.seek(t, seek)
 	if !ok {
 		return nil, 0, 0, false, err
 	}
-	f, err := t.loadedFilter()
+	fv, f, err := t.acquireFilter()
 	if err != nil {
 		return nil, 0, 0, false, err
 	}
-	if f != nil && !f.mayContain(h.Offset, bloomHash(ukey)) {
-		return nil, 0, 0, false, nil
+	if f != nil {
+		may := f.mayContain(h.Offset, bloomHash(ukey))
+		fv.Release()
+		if !may {
+			return nil, 0, 0, false, nil
+		}
 	}
 	for {
 		b, v, err := t.dataBlock(h, false, nil)
@@ -574,6 +734,7 @@ func (t *Reader) getInBlock(b []byte, h BlockHandle, ukey, seek, dst []byte) (va
 // indexPos is Get's position in the index: in indexTab when the table has
 // one, else in a block iterator over the index block.
 type indexPos struct {
+	ib  *indexBlock
 	i   int
 	idx blockIter
 }
@@ -581,11 +742,11 @@ type indexPos struct {
 // seek finds the first index entry >= key and returns its block handle;
 // ok is false past the last entry or on error.
 func (p *indexPos) seek(t *Reader, key []byte) (BlockHandle, bool, error) {
-	if t.indexTab != nil {
-		p.i = seekIndex(t.index, t.indexTab, key)
-		return p.handle(t)
+	if p.ib.tab != nil {
+		p.i = seekIndex(p.ib.data, p.ib.tab, key)
+		return p.handle()
 	}
-	t.indexIter(&p.idx)
+	t.indexIter(&p.idx, p.ib)
 	if !p.idx.SeekGE(key) {
 		return BlockHandle{}, false, p.idx.err
 	}
@@ -595,9 +756,9 @@ func (p *indexPos) seek(t *Reader, key []byte) (BlockHandle, bool, error) {
 
 // next moves to the next index entry.
 func (p *indexPos) next(t *Reader) (BlockHandle, bool, error) {
-	if t.indexTab != nil {
+	if p.ib.tab != nil {
 		p.i++
-		return p.handle(t)
+		return p.handle()
 	}
 	if !p.idx.Next() {
 		return BlockHandle{}, false, p.idx.err
@@ -606,11 +767,11 @@ func (p *indexPos) next(t *Reader) (BlockHandle, bool, error) {
 	return h, err == nil, err
 }
 
-func (p *indexPos) handle(t *Reader) (BlockHandle, bool, error) {
-	if p.i >= len(t.indexTab) {
+func (p *indexPos) handle() (BlockHandle, bool, error) {
+	if p.i >= len(p.ib.tab) {
 		return BlockHandle{}, false, nil
 	}
-	return t.indexTab[p.i].h, true, nil
+	return p.ib.tab[p.i].h, true, nil
 }
 
 // NewIter returns an iterator over the table's entries. It is not safe for
@@ -643,7 +804,13 @@ func (t *Reader) newTableIter() *tableIter {
 	*it = tableIter{t: t}
 	it.index.key, it.index.spare = emptied(index.key, maxKeptKey), emptied(index.spare, maxKeptKey)
 	it.data.key, it.data.spare = emptied(data.key, maxKeptKey), emptied(data.spare, maxKeptKey)
-	t.indexIter(&it.index)
+	v, ib, err := t.acquireIndex()
+	if err != nil {
+		it.err = err
+		return it
+	}
+	it.indexV = v
+	t.indexIter(&it.index, ib)
 	return it
 }
 
@@ -680,7 +847,8 @@ func (t *Reader) RangeDels() rangedel.Spans { return t.rangeDels }
 // HasFilter reports whether Get consults a bloom filter. It reads the
 // filter if it was not yet (false if that fails).
 func (t *Reader) HasFilter() bool {
-	f, _ := t.loadedFilter()
+	v, f, _ := t.acquireFilter()
+	v.Release()
 	return f != nil
 }
 
@@ -689,29 +857,33 @@ func (t *Reader) HasFilter() bool {
 // reads the filter if it was not yet, and returns the I/O error if that
 // fails.
 func (t *Reader) FilterErr() error {
-	if _, err := t.loadedFilter(); err != nil {
+	v, _, err := t.acquireFilter()
+	if err != nil {
 		return err
 	}
-	t.filterMu.Lock()
-	defer t.filterMu.Unlock()
+	v.Release()
+	t.metaMu.Lock()
+	defer t.metaMu.Unlock()
 	return t.filterErr
 }
 
-// Close releases the Reader's index and filter blocks, which come from
-// the block cache's memory when ReaderOptions.Cache is set: the Reader and
-// every iterator from it must be done with. It does not close the
-// io.ReaderAt, which the caller closes once the Reader's iterators are
-// closed. A second Close does nothing.
+// Close releases what the Reader keeps of its index and filter blocks
+// (those it keeps itself; the cache's stay cached until evicted, or until
+// the table's file is dropped from it): the Reader and every iterator from
+// it must be done with. It does not close the io.ReaderAt, which the
+// caller closes once the Reader's iterators are closed. A second Close
+// does nothing.
 func (t *Reader) Close() error {
-	t.filterMu.Lock()
-	defer t.filterMu.Unlock()
+	t.metaMu.Lock()
+	defer t.metaMu.Unlock()
 	t.closed = true
-	for _, v := range t.kept {
+	t.index.Store(nil)
+	t.filter.Store(nil)
+	for _, v := range t.own {
 		v.Release()
 	}
-	t.kept = nil
-	t.opts.Cache.Unpin(t.pinned)
-	t.pinned = 0
-	t.index, t.indexTab, t.filter = nil, nil, nil
+	t.own = nil
+	t.opts.Cache.Unkeep(t.ownBytes)
+	t.ownBytes = 0
 	return nil
 }

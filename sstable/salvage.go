@@ -21,8 +21,13 @@ type Entry struct {
 func (t *Reader) Salvage(keep func([]Entry) error) ([]BlockInfo, error) {
 	var blocks []BlockInfo
 	var last []byte // the largest key passed to keep
+	iv, ib, err := t.acquireIndex()
+	if err != nil {
+		return nil, err
+	}
+	defer iv.Release()
 	var idx blockIter
-	t.indexIter(&idx)
+	t.indexIter(&idx, ib)
 	for ok := idx.First(); ok; ok = idx.Next() {
 		info := BlockInfo{Kind: "data", IndexKey: append([]byte(nil), idx.key...), Compression: -1}
 		h, err := t.blockHandle(idx.val)

@@ -10,7 +10,10 @@ import (
 // blocks are skipped in the direction of travel. Errors are sticky: after
 // one, every positioning call returns false and Err reports it.
 type tableIter struct {
-	t      *Reader
+	t *Reader
+	// indexV holds the table's index block, which index iterates over,
+	// until Close.
+	indexV *cache.Value
 	index  blockIter
 	data   blockIter
 	noFill bool // blocks read are not added to the cache (NewScanIter)
@@ -193,6 +196,10 @@ func (it *tableIter) Err() error { return it.err }
 
 // Close releases the iterator and returns Err. Calling it twice is safe.
 func (it *tableIter) Close() error {
+	it.indexV.Release()
+	it.indexV = nil
+	it.index.data = nil
+	it.index.valid = false
 	it.ra.release()
 	it.prev.Release()
 	it.cur.Release()

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/shale-db/shale/internal/cache"
@@ -233,14 +234,14 @@ func TestBloomFalsePositiveRate(t *testing.T) {
 		}
 	}
 	var idx blockIter
-	r.indexIter(&idx)
+	r.indexIter(&idx, r.loadedIndex(t))
 	for i := 0; i < n; i++ {
 		u := []byte(fmt.Sprintf("absent%08d", i))
 		if !idx.SeekGE(ikey.SeekKey(u, 1)) {
 			idx.Last()
 		}
 		h, _ := r.blockHandle(idx.val)
-		if r.filter.mayContain(h.Offset, bloomHash(u)) {
+		if f, _ := r.loadedFilter(); f.mayContain(h.Offset, bloomHash(u)) {
 			fp++
 		}
 	}
@@ -267,10 +268,10 @@ func TestFilterRangeFollowsBlockSize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.loadedFilter(); err != nil || r.filter == nil {
+		f, err := r.loadedFilter()
+		if err != nil || f == nil {
 			t.Fatalf("block size %d: no filter: %v", tc.blockSize, err)
 		}
-		f := r.filter
 		if int(f.baseLg) != tc.lg {
 			t.Fatalf("block size %d: filter range 2^%d, want 2^%d", tc.blockSize, f.baseLg, tc.lg)
 		}
@@ -398,8 +399,7 @@ func TestConcurrentReaders(t *testing.T) {
 // poison released blocks, so a block read after its release shows here.
 func TestBlocksOutliveEviction(t *testing.T) {
 	model := randomEntries(rand.New(rand.NewSource(21)), 3000, 300)
-	// About two 512-byte blocks per shard beside the Reader's index and
-	// filter (40 KiB), which are charged to the capacity.
+	// About seven 512-byte blocks per shard.
 	c := cache.New(16*1200 + 48<<10)
 	r := openTable(t, writeTable(t, model, WriterOptions{BlockSize: 512}), ReaderOptions{FileNum: 1, Cache: c})
 	var wg sync.WaitGroup
@@ -444,15 +444,15 @@ func TestBlocksOutliveEviction(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
-	// The Reader's index, index table and filter come from the cache's
-	// memory too, uncached, until Close.
-	// They are charged to the cache's capacity while the Reader keeps them.
-	if m := c.Metrics(); m.Buffers != m.Count+3 || m.Pinned < 20<<10 {
-		t.Fatalf("iterators closed, Reader open: %d buffers out, %d cached, %d bytes pinned; want the Reader's 3 more, pinned", m.Buffers, m.Count, m.Pinned)
+	// The Reader's index block (with its table) is too large for this
+	// cache's shards: it comes from its memory, uncached, kept by the
+	// Reader until Close. The filter block is cached.
+	if m := c.Metrics(); len(r.own) != 1 || m.Buffers != m.Count+1 || m.Kept < 20<<10 || m.Meta == 0 {
+		t.Fatalf("iterators closed, Reader open: %d buffers out, %d cached, %d bytes kept by %d blocks, %d of index and filter cached; want the Reader's index kept, its filter cached", m.Buffers, m.Count, m.Kept, len(r.own), m.Meta)
 	}
 	r.Close()
-	if m := c.Metrics(); m.Buffers != m.Count || m.Count == 0 || m.Pinned != 0 {
-		t.Fatalf("after every reader closed: %d buffers out, %d cached, %d bytes pinned", m.Buffers, m.Count, m.Pinned)
+	if m := c.Metrics(); m.Buffers != m.Count || m.Count == 0 || m.Kept != 0 {
+		t.Fatalf("after every reader closed: %d buffers out, %d cached, %d bytes kept", m.Buffers, m.Count, m.Kept)
 	}
 }
 
@@ -520,4 +520,106 @@ func TestBloomBitsPerKeyBound(t *testing.T) {
 			t.Fatalf("Get(%q) = %v, %v", e.key, found, err)
 		}
 	}
+}
+
+// Index and filter blocks go through the cache like data blocks: with
+// many tables sharing a cache far smaller than their index and filter
+// blocks, they are evicted and read again while Gets and iterators run
+// concurrently, and every answer stays right. Once the readers close,
+// nothing is kept outside the cache and every buffer out is a cached one.
+func TestIndexAndFilterEvicted(t *testing.T) {
+	// A table's index block, its entry table and its filter are about
+	// 2.5 KiB each; a shard holds 6 KiB, the cache a seventh of the
+	// tables' index and filter blocks.
+	const tables = 32
+	c := cache.New(16 * 6 << 10)
+	readers := make([]*Reader, tables)
+	counters := make([]*metaReadCounter, tables)
+	models := make([][]kv, tables)
+	for i := range readers {
+		models[i] = randomEntries(rand.New(rand.NewSource(int64(40+i))), 2000, 100)
+		b := writeTable(t, models[i], WriterOptions{BlockSize: 4096})
+		f := &metaReadCounter{r: bytes.NewReader(b)}
+		r, err := Open(f, int64(len(b)), ReaderOptions{FileName: fmt.Sprintf("%06d.ldb", i+1), FileNum: uint64(i + 1), Cache: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.index.Store(int64(r.footer.Index.Offset))
+		readers[i], counters[i] = r, f
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(g)))
+			for round := 0; round < 300; round++ {
+				ti := rng.Intn(tables)
+				r, model := readers[ti], models[ti]
+				e := model[rng.Intn(len(model))]
+				if v, _, found, err := r.Get(ikey.UserKey(e.key), ikey.Seq(e.key), nil); !found || err != nil || !bytes.Equal(v, e.val) {
+					t.Errorf("table %d: Get(%s) = %.20q %v %v", ti, ikey.String(e.key), v, found, err)
+					return
+				}
+				if _, _, found, err := r.Get([]byte("absent key"), ikey.MaxSeq, nil); found || err != nil {
+					t.Errorf("table %d: Get of an absent key: %v %v", ti, found, err)
+					return
+				}
+				if round%10 != 0 {
+					continue
+				}
+				i := rng.Intn(len(model))
+				it := r.NewIter()
+				ok := it.SeekGE(model[i].key)
+				for steps := 0; ok && steps < 50; steps++ {
+					if !bytes.Equal(it.Key(), model[i].key) || !bytes.Equal(it.Value(), model[i].val) {
+						t.Errorf("table %d: entry %d: %s", ti, i, ikey.String(it.Key()))
+						it.Close()
+						return
+					}
+					ok, i = it.Next(), i+1
+				}
+				if err := it.Close(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	m := c.Metrics()
+	// Each index block was read by Open; many more reads say they were
+	// evicted and read again.
+	var reads int64
+	for _, f := range counters {
+		reads += f.reads.Load()
+	}
+	t.Logf("%d reads of the index blocks of %d tables", reads, tables)
+	if reads < 4*tables {
+		t.Fatalf("%d reads of %d tables' index blocks: they were not evicted", reads, tables)
+	}
+	if m.Meta == 0 || m.Kept != 0 || m.Size > m.Capacity {
+		t.Fatalf("index and filter blocks: %d bytes cached, %d kept outside; size %d of %d", m.Meta, m.Kept, m.Size, m.Capacity)
+	}
+	for _, r := range readers {
+		r.Close()
+	}
+	if m := c.Metrics(); m.Buffers != m.Count || m.Kept != 0 {
+		t.Fatalf("after every reader closed: %d buffers out, %d cached, %d bytes kept", m.Buffers, m.Count, m.Kept)
+	}
+}
+
+// metaReadCounter counts the reads of a table's index block, at offset
+// index.
+type metaReadCounter struct {
+	r     *bytes.Reader
+	index atomic.Int64
+	reads atomic.Int64
+}
+
+func (c *metaReadCounter) ReadAt(p []byte, off int64) (int, error) {
+	if off == c.index.Load() {
+		c.reads.Add(1)
+	}
+	return c.r.ReadAt(p, off)
 }

@@ -351,7 +351,12 @@ func (w *Writer) writeTail() error {
 	if err != nil {
 		return err
 	}
-	ih, err := w.writeBlock(w.index.finish(), w.opts.Compression)
+	// The index block is written as is: a database many times its block
+	// cache reads a table's index block again at most Gets, and decoding
+	// it cost more than reading it (snappy's decode was a third of such a
+	// Get's time). Snappy saves little on it: its keys are short
+	// separators, each a restart point.
+	ih, err := w.writeBlock(w.index.finish(), NoCompression)
 	if err != nil {
 		return err
 	}

@@ -182,7 +182,7 @@ func newDBDescs(ns string, constLabels prometheus.Labels) dbDescs {
 	d.cacheHits = desc("block_cache_hits_total", "Block cache hits since Open.")
 	d.cacheMisses = desc("block_cache_misses_total", "Block cache misses since Open.")
 	d.cacheSize = desc("block_cache_size_bytes", "Bytes of data blocks in the block cache.")
-	d.cachePinned = desc("block_cache_pinned_bytes", "Bytes of the open tables' index and filter blocks, charged to the block cache.")
+	d.cachePinned = desc("block_cache_pinned_bytes", "Bytes of the tables' index and filter blocks in the block cache (and any too large for it, kept by their open tables).")
 	d.cacheCapacity = desc("block_cache_capacity_bytes", "The block cache's capacity.")
 	d.memtableSize = desc("memtable_size_bytes", "Approximate size of the memtable taking writes.")
 	d.immutables = desc("immutable_memtables", "Full memtables waiting to be flushed.")

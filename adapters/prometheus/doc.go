@@ -93,7 +93,7 @@
 //	shale_db_block_cache_hits_total                       counter  block cache hits
 //	shale_db_block_cache_misses_total                     counter  block cache misses
 //	shale_db_block_cache_size_bytes                       gauge    data blocks held in the cache
-//	shale_db_block_cache_pinned_bytes                     gauge    index and filter blocks of open tables
+//	shale_db_block_cache_pinned_bytes                     gauge    index and filter blocks, in the cache or kept by open tables
 //	shale_db_block_cache_capacity_bytes                   gauge    the cache's capacity
 //	shale_db_memtable_size_bytes                          gauge    the memtable taking writes
 //	shale_db_immutable_memtables                          gauge    full memtables waiting to be flushed

@@ -14,6 +14,14 @@
 // once it no longer reads the bytes; the cache holds its own while the
 // block is cached. The bytes live outside the Go heap (package manual) and
 // are reused after the last Release, so reading them after it is a bug.
+//
+// The tables' index and filter blocks are cached here too, beside the data
+// blocks and under the same capacity: a Value with Aux set is one, and
+// Metrics counts them apart. A table keeps a pointer to its cached index
+// and filter and takes a reference with TryRef, without the shard's lock;
+// such a use marks the Value recently used, and eviction passes over a
+// marked Value once (clearing the mark) instead of dropping it, so that
+// blocks in constant use through that pointer stay cached.
 package cache
 
 import (
@@ -39,13 +47,9 @@ type Cache struct {
 	alloc  manual.Allocator
 	hits   atomic.Int64
 	misses atomic.Int64
-	// pinned is what Pin charged and Unpin did not give back.
-	pinned atomic.Int64
+	// kept is what Keep counted and Unkeep did not give back.
+	kept atomic.Int64
 }
-
-// minShare is the fraction of a shard's capacity that cached blocks keep
-// however much is pinned: 1/minShare.
-const minShare = 4
 
 // Value is a block's bytes with a reference count. The zero value is not
 // usable; a nil *Value is, and Release on it does nothing.
@@ -53,10 +57,41 @@ type Value struct {
 	buf  []byte
 	refs atomic.Int32
 	a    *manual.Allocator // nil: buf is on the Go heap
+	// used marks a Value referenced through TryRef since eviction last
+	// looked at it.
+	used atomic.Bool
+	// Aux is what the block's reader made of the bytes (a parsed index
+	// or filter), set before the Value is cached and not changed after.
+	// A Value with Aux is counted as an index or filter block.
+	Aux any
 }
 
 // Bytes returns the value's bytes, valid until the caller's Release.
 func (v *Value) Bytes() []byte { return v.buf }
+
+// TryRef takes a reference to v if it still holds one (it is cached, or
+// someone uses it), and reports whether it did. It is how a holder of a
+// pointer to a cached Value that the cache may have evicted (and freed)
+// since takes it back without the cache's lock: a freed Value's count is
+// zero for good, as Values are never reused. It marks v as used, for
+// eviction.
+func (v *Value) TryRef() bool {
+	for {
+		n := v.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if v.refs.CompareAndSwap(n, n+1) {
+			if !v.used.Load() {
+				v.used.Store(true)
+			}
+			return true
+		}
+	}
+}
+
+// Ref takes another reference to v, which the caller holds one of.
+func (v *Value) Ref() { v.refs.Add(1) }
 
 // Release gives back one reference. The last one frees the bytes.
 func (v *Value) Release() {
@@ -68,7 +103,7 @@ func (v *Value) Release() {
 		panic("cache: Value released more often than acquired")
 	case n == 0 && v.a != nil:
 		v.a.Free(v.buf)
-		v.buf = nil
+		v.buf, v.Aux = nil, nil
 	}
 }
 
@@ -80,11 +115,13 @@ type Metrics struct {
 	Size int64
 	// Count is the number of cached blocks.
 	Count int
+	// Meta is the part of Size charged for index and filter blocks
+	// (Values with Aux).
+	Meta int64
 	// Hits and Misses count Get calls since New.
 	Hits, Misses int64
-	// Pinned is the bytes of blocks kept outside the LRU that are charged
-	// to the capacity (see Pin).
-	Pinned int64
+	// Kept is the bytes of blocks kept outside the cache (see Keep).
+	Kept int64
 	// Mapped is the memory mapped for blocks outside the Go heap, which
 	// Size's blocks occupy along with blocks readers still hold and
 	// free buffers awaiting reuse.
@@ -96,10 +133,9 @@ type Metrics struct {
 }
 
 // New returns a cache that holds at most capacity bytes of values (plus a
-// small per-entry overhead), less what is pinned (see Pin). A capacity <= 0
-// gives a cache that keeps nothing. A value larger than what a shard may
-// hold (its share of the capacity, capacity/16, less its share of the
-// pinned bytes, but no less than a quarter of its share) is not cached.
+// small per-entry overhead). A capacity <= 0 gives a cache that keeps
+// nothing. A value larger than what a shard may hold (its share of the
+// capacity, capacity/16) is not cached.
 func New(capacity int64) *Cache {
 	c := &Cache{}
 	per := capacity / numShards
@@ -150,37 +186,30 @@ func (c *Cache) Alloc(n int) *Value {
 
 // Set caches v for block offset of file fileNum, replacing any value
 // already there, and evicts least recently used blocks to stay within the
-// capacity less the pinned bytes (see Pin). The cache takes a reference of its own; the caller keeps its
-// own and must not modify v's bytes afterwards.
-func (c *Cache) Set(fileNum, offset uint64, v *Value) {
+// capacity. The cache takes a reference of its own; the caller keeps its
+// own and must not modify v's bytes or Aux afterwards. It reports whether
+// v was cached: false if it is larger than a shard may hold (or c is nil).
+func (c *Cache) Set(fileNum, offset uint64, v *Value) bool {
 	if c == nil {
-		return
+		return false
 	}
-	c.shard(fileNum, offset).set(fileNum, offset, v, c.pinned.Load()/numShards)
+	return c.shard(fileNum, offset).set(fileNum, offset, v)
 }
 
-// Pin charges n bytes to the capacity for blocks that are kept outside the
-// LRU, allocated with Alloc: the index and filter blocks of the open
-// tables, which stay in memory as long as their table does. Cached blocks
-// give way to them, evicted as blocks are added, until they hold a quarter
-// of the capacity; from there on the pinned bytes are charged no further,
-// so that reads keep some cache however many tables are open. Unpin gives
-// the bytes back when the blocks are released.
-//
-// Without it the capacity bounded the data blocks alone, and the index and
-// filter blocks came on top: in db_bench's readrandom over a million keys
-// (19 tables), 1.2 MiB more than the capacity, where Pebble, whose index
-// and filter blocks go through its block cache, stays within it.
-func (c *Cache) Pin(n int64) {
+// Keep counts n bytes of blocks that their users keep outside the cache,
+// for Metrics: the index and filter blocks too large for it (see Set),
+// which a table then keeps while it is open. They are not charged to the
+// capacity. Unkeep gives them back.
+func (c *Cache) Keep(n int64) {
 	if c != nil {
-		c.pinned.Add(n)
+		c.kept.Add(n)
 	}
 }
 
-// Unpin gives back n bytes that Pin charged.
-func (c *Cache) Unpin(n int64) {
+// Unkeep gives back n bytes that Keep counted.
+func (c *Cache) Unkeep(n int64) {
 	if c != nil {
-		c.pinned.Add(-n)
+		c.kept.Add(-n)
 	}
 }
 
@@ -201,12 +230,13 @@ func (c *Cache) Metrics() Metrics {
 	if c == nil {
 		return Metrics{}
 	}
-	m := Metrics{Hits: c.hits.Load(), Misses: c.misses.Load(), Pinned: c.pinned.Load()}
+	m := Metrics{Hits: c.hits.Load(), Misses: c.misses.Load(), Kept: c.kept.Load()}
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
 		m.Capacity += s.capacity
 		m.Size += s.size
+		m.Meta += s.meta
 		m.Count += s.count
 		s.mu.Unlock()
 	}
@@ -259,6 +289,7 @@ type shard struct {
 	mu       sync.Mutex
 	capacity int64
 	size     int64
+	meta     int64 // the part of size charged for Values with Aux
 	count    int
 	entries  map[blockKey]*entry
 	lru      entry
@@ -278,9 +309,10 @@ func (s *shard) get(fileNum, offset uint64) *Value {
 }
 
 // set caches v, then evicts the least recently used blocks until the shard
-// holds no more than its capacity less pinned, its share of the pinned
-// bytes (but at least 1/minShare of the capacity).
-func (s *shard) set(fileNum, offset uint64, v *Value, pinned int64) {
+// holds no more than its capacity. A block marked used (TryRef) since it
+// was last looked at is passed over once: its mark is cleared and it moves
+// to the front, so that each pass clears a mark and the loop ends.
+func (s *shard) set(fileNum, offset uint64, v *Value) bool {
 	e := &entry{fileNum: fileNum, offset: offset, value: v}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -288,18 +320,28 @@ func (s *shard) set(fileNum, offset uint64, v *Value, pinned int64) {
 	if old := s.entries[k]; old != nil {
 		s.removeLocked(old)
 	}
-	limit := max(s.capacity-pinned, s.capacity/minShare)
-	if e.charge() > limit {
-		return
+	if e.charge() > s.capacity {
+		return false
 	}
 	v.refs.Add(1)
 	s.entries[k] = e
 	s.pushFront(e)
 	s.size += e.charge()
-	s.count++
-	for s.size > limit {
-		s.removeLocked(s.lru.prev)
+	if v.Aux != nil {
+		s.meta += e.charge()
 	}
+	s.count++
+	for s.size > s.capacity {
+		last := s.lru.prev
+		if last != e && last.value.used.Load() {
+			last.value.used.Store(false)
+			s.unlink(last)
+			s.pushFront(last)
+			continue
+		}
+		s.removeLocked(last)
+	}
+	return true
 }
 
 func (s *shard) evictFile(fileNum uint64) {
@@ -316,6 +358,9 @@ func (s *shard) evictFile(fileNum uint64) {
 func (s *shard) removeLocked(e *entry) {
 	s.unlink(e)
 	s.size -= e.charge()
+	if e.value.Aux != nil {
+		s.meta -= e.charge()
+	}
 	s.count--
 	delete(s.entries, blockKey{e.fileNum, e.offset})
 	e.value.Release()

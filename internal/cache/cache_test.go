@@ -109,61 +109,83 @@ func TestLRUEviction(t *testing.T) {
 	}
 }
 
-// Pinned bytes are charged to the capacity: cached blocks give way to
-// them as blocks are added, but keep a quarter of the capacity however
-// much is pinned, and get the room back once it is unpinned.
-func TestPinnedChargedToCapacity(t *testing.T) {
+// A Value used through TryRef (a table's index or filter block, reached
+// through the table's own pointer rather than Get) is passed over once by
+// eviction: the least recently used unmarked block goes instead. Once
+// evicted and released by everyone, TryRef fails for good.
+func TestTryRefSecondChance(t *testing.T) {
 	const per = 8 * (512 + entryOverhead) // eight 300-byte values a shard
 	c := New(per * numShards)
-	offs := sameShardKeys(c, 20)
+	offs := sameShardKeys(c, 10)
 	val := bytes.Repeat([]byte("x"), 300)
-	cached := func() int {
-		n := 0
-		for _, off := range offs {
-			if _, ok := get(c, 1, off); ok {
-				n++
-			}
-		}
-		return n
+	meta := c.Alloc(300)
+	meta.Aux = "index"
+	if !c.Set(1, offs[0], meta) {
+		t.Fatal("Set refused a value that fits")
 	}
-	fill := func() {
-		for _, off := range offs {
-			set(c, 1, off, val)
-		}
+	for _, off := range offs[1:8] {
+		set(c, 1, off, val)
 	}
-	fill()
-	if n := cached(); n != 8 {
-		t.Fatalf("%d blocks cached in a shard of eight, nothing pinned", n)
+	if m := c.Metrics(); m.Count != 8 || m.Meta != 512+entryOverhead {
+		t.Fatalf("count %d, meta %d; want 8 and one block's charge", m.Count, m.Meta)
 	}
-	c.Pin(numShards * 4 * (512 + entryOverhead)) // half of each shard
-	if m := c.Metrics(); m.Pinned != numShards*4*(512+entryOverhead) {
-		t.Fatalf("Metrics.Pinned = %d", m.Pinned)
+	// meta is the least recently used. Used through TryRef, it survives
+	// the next Set; offs[1] goes instead.
+	if !meta.TryRef() {
+		t.Fatal("TryRef failed on a cached value")
 	}
-	fill()
-	if n := cached(); n != 4 {
-		t.Fatalf("%d blocks cached with half of the capacity pinned, want 4", n)
+	meta.Release()
+	set(c, 1, offs[8], val)
+	if _, ok := get(c, 1, offs[0]); !ok {
+		t.Fatal("a value used through TryRef was evicted")
 	}
-	c.Pin(numShards * 100 * (512 + entryOverhead)) // far more than the capacity
-	fill()
-	if n := cached(); n != 2 {
-		t.Fatalf("%d blocks cached with more than the capacity pinned, want the quarter's 2", n)
+	if _, ok := get(c, 1, offs[1]); ok {
+		t.Fatal("the least recently used unmarked value stayed")
 	}
-	c.Unpin(numShards * 104 * (512 + entryOverhead))
-	fill()
-	if n := cached(); n != 8 {
-		t.Fatalf("%d blocks cached after Unpin, want 8", n)
+	// Unused since (get moved it to the front, and its mark was spent),
+	// it ages out as any block.
+	for _, off := range offs[1:9] {
+		set(c, 1, off, val)
 	}
-	if m := c.Metrics(); m.Pinned != 0 || m.Size > m.Capacity {
-		t.Fatalf("after Unpin: pinned %d, size %d of %d", m.Pinned, m.Size, m.Capacity)
+	if m := c.Metrics(); m.Meta != 0 {
+		t.Fatalf("meta %d after the index block aged out", m.Meta)
+	}
+	if !meta.TryRef() {
+		t.Fatal("TryRef failed while the caller still held a reference")
+	}
+	meta.Release()
+	meta.Release() // the caller's last: freed
+	if meta.TryRef() {
+		t.Fatal("TryRef succeeded on a freed value")
+	}
+}
+
+// Keep counts what users keep outside the cache without charging it.
+func TestKeepCounted(t *testing.T) {
+	c := New(1 << 20)
+	c.Keep(5000)
+	if m := c.Metrics(); m.Kept != 5000 || m.Size != 0 {
+		t.Fatalf("kept %d, size %d", m.Kept, m.Size)
+	}
+	c.Unkeep(5000)
+	if m := c.Metrics(); m.Kept != 0 {
+		t.Fatalf("kept %d after Unkeep", m.Kept)
 	}
 	var nilCache *Cache
-	nilCache.Pin(1)
-	nilCache.Unpin(1)
+	nilCache.Keep(1)
+	nilCache.Unkeep(1)
+	if nilCache.Set(1, 0, nilCache.Alloc(10)) {
+		t.Fatal("a nil cache took a value")
+	}
 }
 
 func TestTooLargeNotCached(t *testing.T) {
 	c := New(1000 * numShards)
-	set(c, 1, 0, make([]byte, 2000))
+	v := c.Alloc(2000)
+	if c.Set(1, 0, v) {
+		t.Fatal("Set reported a value over a shard's capacity cached")
+	}
+	v.Release()
 	if _, ok := get(c, 1, 0); ok {
 		t.Fatal("value over a shard's capacity was cached")
 	}

@@ -33,8 +33,9 @@ const (
 	// so it takes 4.5 KiB.
 	classStep = 512
 	// MaxSize is the largest buffer taken from the maps; larger ones
-	// come from the Go heap.
-	MaxSize    = 64 << 10
+	// come from the Go heap. A 2 MiB table's index block with its entry
+	// table (sstable's) takes about 70 KB.
+	MaxSize    = 128 << 10
 	numClasses = MaxSize / classStep
 	// ChunkSize is the size of each anonymous map that buffers are carved
 	// from.
