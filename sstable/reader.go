@@ -323,7 +323,7 @@ func (t *Reader) unkeepLocked(v *cache.Value) {
 // loadIndex reads and checks the index block at h into a new Value whose
 // Aux is the *indexBlock, without its entry table.
 func (t *Reader) loadIndex(h BlockHandle) (*cache.Value, error) {
-	v, err := t.readDecoded(h, t.opts.Cache)
+	v, err := t.readMeta(h)
 	if err != nil {
 		return nil, err
 	}
@@ -336,11 +336,38 @@ func (t *Reader) loadIndex(h BlockHandle) (*cache.Value, error) {
 	return v, nil
 }
 
+// readMeta is readDecoded for an index or filter block, which is usually
+// stored uncompressed (filter blocks always are, and index blocks of the
+// tables shale writes): it reads the block and its trailer into a Value
+// from the cache's memory and keeps the block there, with no copy, unless
+// it is compressed.
+func (t *Reader) readMeta(h BlockHandle) (*cache.Value, error) {
+	if err := t.checkHandle(h); err != nil {
+		return nil, err
+	}
+	n := int(h.Length + TrailerLen)
+	raw := t.opts.Cache.Alloc(n)
+	if err := t.readAt(raw.Bytes(), int64(h.Offset)); err != nil {
+		raw.Release()
+		return nil, err
+	}
+	stored, typ, err := t.verifyRaw(h, raw.Bytes())
+	if err == nil && typ == blockTypeNone {
+		raw.Trim(len(stored))
+		return raw, nil
+	}
+	defer raw.Release()
+	if err != nil {
+		return nil, err
+	}
+	return t.decodeStored(h, stored, typ, t.opts.Cache)
+}
+
 // loadFilter reads the filter block at h into a new Value whose Aux is the
 // *filterReader. Damage drops the filter for good (a nil Value and a nil
 // error). Called with metaMu held.
 func (t *Reader) loadFilter(h BlockHandle) (*cache.Value, error) {
-	v, err := t.readDecoded(h, t.opts.Cache)
+	v, err := t.readMeta(h)
 	if err == nil {
 		if f, ok := newFilterReader(v.Bytes()); ok {
 			v.Aux = f
@@ -605,6 +632,12 @@ func (t *Reader) decodeValue(h BlockHandle, raw []byte, c *cache.Cache) (*cache.
 	if err != nil {
 		return nil, err
 	}
+	return t.decodeStored(h, stored, typ, c)
+}
+
+// decodeStored decodes stored, the verified bytes of the block at h whose
+// trailer said typ, into a new Value from c (nil: Go memory).
+func (t *Reader) decodeStored(h BlockHandle, stored []byte, typ byte, c *cache.Cache) (*cache.Value, error) {
 	off := int64(h.Offset)
 	switch typ {
 	case blockTypeNone:
@@ -623,7 +656,7 @@ func (t *Reader) decodeValue(h BlockHandle, raw []byte, c *cache.Cache) (*cache.
 		}
 		return v, nil
 	}
-	_, err = t.decodeBlock(stored, typ, off, nil)
+	_, err := t.decodeBlock(stored, typ, off, nil)
 	return nil, err
 }
 

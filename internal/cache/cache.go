@@ -90,6 +90,10 @@ func (v *Value) TryRef() bool {
 	}
 }
 
+// Trim shortens v's bytes to their first n, before v is shared (cached).
+// The buffer keeps its size, and v is charged for it.
+func (v *Value) Trim(n int) { v.buf = v.buf[:n] }
+
 // Ref takes another reference to v, which the caller holds one of.
 func (v *Value) Ref() { v.refs.Add(1) }
 
