@@ -89,7 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, md bool, jsonPath 
 	fs.BoolVar(&quiet, "q", false, "no progress lines on stderr")
 	fs.BoolVar(&cfg.Cold, "cold", false, "run each read workload's timed process after dropping the page cache, in a memory cgroup of -mem (root only)")
 	mem := fs.Int64("mem", 512, "with -cold, the timed process's memory cgroup limit, in MiB")
-	fs.IntVar(&cfg.Reads, "reads", 0, "lookups of readrandom and seekrandom (0: -n), over the key space of -n")
+	fs.IntVar(&cfg.Reads, "reads", 0, "lookups of readrandom, seekrandom and readwhilewriting (0: -n), over the key space of -n")
 	fs.StringVar(&cfg.CPUProfiles, "cpuprofile", "", "write a CPU profile of each timed process into this directory (workload-store-pass.pprof)")
 	if err = fs.Parse(args); err != nil {
 		return cfg, md, jsonPath, err

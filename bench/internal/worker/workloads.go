@@ -258,7 +258,8 @@ func (e *env) gets(n int) (found int64, err error) {
 	return found, nil
 }
 
-// lookups is how many Gets or seeks readrandom and seekrandom make.
+// lookups is how many Gets or seeks readrandom, seekrandom and
+// readwhilewriting make.
 func (e *env) lookups() int {
 	if e.reads > 0 {
 		return e.reads
@@ -341,9 +342,9 @@ func (e *env) seekRandom() error {
 	return nil
 }
 
-// readWhileWriting times n random Gets while one goroutine puts random keys,
-// unsynced, until the reads end. The reads start once the writer's first
-// put has returned.
+// readWhileWriting times lookups() random Gets (n unless -reads says) while
+// one goroutine puts random keys, unsynced, until the reads end. The reads
+// start once the writer's first put has returned.
 func (e *env) readWhileWriting() error {
 	var stop atomic.Bool
 	var writes int64
@@ -369,11 +370,11 @@ func (e *env) readWhileWriting() error {
 	})
 	<-started
 	start := time.Now()
-	found, err := e.gets(e.n)
+	found, err := e.gets(e.lookups())
 	e.res.Seconds = time.Since(start).Seconds()
 	stop.Store(true)
 	wg.Wait()
-	e.res.Ops, e.res.Found, e.res.Writes = int64(e.n), found, writes
+	e.res.Ops, e.res.Found, e.res.Writes = int64(e.lookups()), found, writes
 	if err != nil {
 		return err
 	}
