@@ -40,7 +40,9 @@ func TestIndexTableGet(t *testing.T) {
 		t.Fatalf("index table of %d entries for %d in the block", len(ib.tab), n)
 	}
 	plain := openTable(t, table, ReaderOptions{})
-	plain.loadedIndex(t).tab = nil
+	pib := plain.loadedIndex(t)
+	pib.tab = nil
+	pib.noTab.Store(true)
 	for _, p := range probeKeys(entries) {
 		u, seq := ikey.UserKey(p), ikey.Seq(p)
 		v1, k1, f1, e1 := r.Get(u, seq, nil)

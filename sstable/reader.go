@@ -97,10 +97,18 @@ type indexBlock struct {
 	data []byte
 	tab  []indexEntry
 	uses atomic.Int32 // Gets that used the block without a table
+	// noTab is set once buildIndexTable has made none: the block's
+	// entries are not all restart points, or do not fit the table.
+	noTab atomic.Bool
 }
 
-// tabAfter is the use of an index block that gives it its table.
-const tabAfter = 4
+// tabAfter is the use of an index block that gives it its table, and
+// tabRetry how many uses later a try that did not land is made again (the
+// block was replaced, or its table closed, under the try).
+const (
+	tabAfter = 4
+	tabRetry = 1024
+)
 
 // metaEntry is one metaindex entry.
 type metaEntry struct {
@@ -160,7 +168,7 @@ func open(r io.ReaderAt, size int64, opts ReaderOptions, verify bool) (*Reader, 
 // acquireIndex returns the table's index block and the Value holding it,
 // which the caller releases once done with the block.
 func (t *Reader) acquireIndex() (*cache.Value, *indexBlock, error) {
-	if v := t.index.Load(); v != nil && v.TryRef() {
+	if v := t.index.Load(); v != nil && v.Resident() && v.TryRef() {
 		return v, v.Aux.(*indexBlock), nil
 	}
 	v, err := t.acquireSlow(&t.index, t.footer.Index, t.loadIndex)
@@ -175,12 +183,16 @@ func (t *Reader) acquireIndex() (*cache.Value, *indexBlock, error) {
 // the block with its table in the cache in its place.
 func (t *Reader) acquireIndexForGet() (*cache.Value, *indexBlock, error) {
 	v, ib, err := t.acquireIndex()
-	if err != nil || ib.tab != nil || ib.uses.Add(1) != tabAfter {
+	if err != nil || ib.tab != nil || ib.noTab.Load() {
 		return v, ib, err
+	}
+	if n := ib.uses.Add(1); n < tabAfter || (n-tabAfter)%tabRetry != 0 {
+		return v, ib, nil
 	}
 	nv := t.withTable(ib.data)
 	if nv == nil {
-		return v, ib, nil // entries the table cannot list: the iterator searches
+		ib.noTab.Store(true) // the iterator searches
+		return v, ib, nil
 	}
 	t.metaMu.Lock()
 	defer t.metaMu.Unlock()
@@ -188,7 +200,7 @@ func (t *Reader) acquireIndexForGet() (*cache.Value, *indexBlock, error) {
 		nv.Release()
 		return v, ib, nil
 	}
-	if !t.opts.Cache.Set(t.opts.FileNum, t.footer.Index.Offset, nv) {
+	if !t.opts.Cache.Set(t.opts.FileNum, t.footer.Index.Offset, nv) && !t.opts.Cache.Fits(nv) {
 		nv.Ref()
 		t.keepLocked(nv)
 	}
@@ -233,7 +245,7 @@ func (t *Reader) acquireFilter() (*cache.Value, *filterReader, error) {
 	if !t.hasFilter || t.filterDropped.Load() {
 		return nil, nil, nil
 	}
-	if v := t.filter.Load(); v != nil && v.TryRef() {
+	if v := t.filter.Load(); v != nil && v.Resident() && v.TryRef() {
 		return v, v.Aux.(*filterReader), nil
 	}
 	v, err := t.acquireSlow(&t.filter, t.filterHandle, t.loadFilter)
@@ -258,7 +270,7 @@ func (t *Reader) acquireSlow(p *atomic.Pointer[cache.Value], h BlockHandle, load
 	if t.closed {
 		return nil, errReaderClosed
 	}
-	if v := p.Load(); v != nil && v.TryRef() {
+	if v := p.Load(); v != nil && v.Resident() && v.TryRef() {
 		return v, nil
 	}
 	shared := false // another block of the table has this offset
@@ -277,7 +289,7 @@ func (t *Reader) acquireSlow(p *atomic.Pointer[cache.Value], h BlockHandle, load
 	if v == nil || err != nil {
 		return nil, err
 	}
-	if shared || !t.opts.Cache.Set(t.opts.FileNum, h.Offset, v) {
+	if shared || (!t.opts.Cache.Set(t.opts.FileNum, h.Offset, v) && !t.opts.Cache.Fits(v)) {
 		v.Ref()
 		t.keepLocked(v)
 	}
@@ -299,6 +311,7 @@ func sameKind(aux any, index bool) bool {
 // keepLocked keeps v, holding a reference of its own, until Close: a block
 // the cache did not take. Called with metaMu held.
 func (t *Reader) keepLocked(v *cache.Value) {
+	v.SetKept(true)
 	t.own = append(t.own, v)
 	n := int64(cap(v.Bytes()))
 	t.ownBytes += n
@@ -310,6 +323,7 @@ func (t *Reader) keepLocked(v *cache.Value) {
 func (t *Reader) unkeepLocked(v *cache.Value) {
 	for i, o := range t.own {
 		if o == v {
+			v.SetKept(false)
 			t.own = append(t.own[:i], t.own[i+1:]...)
 			n := int64(cap(v.Bytes()))
 			t.ownBytes -= n
@@ -913,6 +927,7 @@ func (t *Reader) Close() error {
 	t.index.Store(nil)
 	t.filter.Store(nil)
 	for _, v := range t.own {
+		v.SetKept(false)
 		v.Release()
 	}
 	t.own = nil

@@ -198,7 +198,9 @@ func (it *tableIter) Err() error { return it.err }
 func (it *tableIter) Close() error {
 	it.indexV.Release()
 	it.indexV = nil
-	it.index.data = nil
+	// An index iterator over no block: a closed iterator positions nowhere.
+	it.index.data, it.index.numRestarts, it.index.restartsOff = nil, 0, 0
+	it.index.offset, it.index.next = 0, 0
 	it.index.valid = false
 	it.ra.release()
 	it.prev.Release()

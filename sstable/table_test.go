@@ -545,6 +545,7 @@ func TestIndexAndFilterEvicted(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.index.Store(int64(r.footer.Index.Offset))
+		f.filter.Store(int64(r.filterHandle.Offset))
 		readers[i], counters[i] = r, f
 	}
 	var wg sync.WaitGroup
@@ -588,15 +589,16 @@ func TestIndexAndFilterEvicted(t *testing.T) {
 	}
 	wg.Wait()
 	m := c.Metrics()
-	// Each index block was read by Open; many more reads say they were
-	// evicted and read again.
-	var reads int64
+	// Each index block was read by Open, each filter block by the first
+	// Get; many more reads say they were evicted and read again.
+	var reads, freads int64
 	for _, f := range counters {
 		reads += f.reads.Load()
+		freads += f.freads.Load()
 	}
-	t.Logf("%d reads of the index blocks of %d tables", reads, tables)
-	if reads < 4*tables {
-		t.Fatalf("%d reads of %d tables' index blocks: they were not evicted", reads, tables)
+	t.Logf("%d reads of the index blocks of %d tables, %d of their filter blocks", reads, tables, freads)
+	if reads < 4*tables || freads < 4*tables {
+		t.Fatalf("%d reads of %d tables' index blocks, %d of their filter blocks: they were not evicted", reads, tables, freads)
 	}
 	if m.Meta == 0 || m.Kept != 0 || m.Size > m.Capacity {
 		t.Fatalf("index and filter blocks: %d bytes cached, %d kept outside; size %d of %d", m.Meta, m.Kept, m.Size, m.Capacity)
@@ -610,16 +612,19 @@ func TestIndexAndFilterEvicted(t *testing.T) {
 }
 
 // metaReadCounter counts the reads of a table's index block, at offset
-// index.
+// index, and of its filter block, at offset filter.
 type metaReadCounter struct {
-	r     *bytes.Reader
-	index atomic.Int64
-	reads atomic.Int64
+	r             *bytes.Reader
+	index, filter atomic.Int64
+	reads, freads atomic.Int64
 }
 
 func (c *metaReadCounter) ReadAt(p []byte, off int64) (int, error) {
-	if off == c.index.Load() {
+	switch off {
+	case c.index.Load():
 		c.reads.Add(1)
+	case c.filter.Load():
+		c.freads.Add(1)
 	}
 	return c.r.ReadAt(p, off)
 }

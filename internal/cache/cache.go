@@ -60,6 +60,10 @@ type Value struct {
 	// used marks a Value referenced through TryRef since eviction last
 	// looked at it.
 	used atomic.Bool
+	// resident is set while the Value is cached or its user keeps it
+	// (SetKept): TryRef's callers let go of a Value that is neither,
+	// which only readers still hold, rather than use it uncounted.
+	resident atomic.Bool
 	// Aux is what the block's reader made of the bytes (a parsed index
 	// or filter), set before the Value is cached and not changed after.
 	// A Value with Aux is counted as an index or filter block.
@@ -93,6 +97,13 @@ func (v *Value) TryRef() bool {
 // Trim shortens v's bytes to their first n, before v is shared (cached).
 // The buffer keeps its size, and v is charged for it.
 func (v *Value) Trim(n int) { v.buf = v.buf[:n] }
+
+// Resident reports whether v is cached or kept by its user (SetKept).
+func (v *Value) Resident() bool { return v.resident.Load() }
+
+// SetKept records that v's user keeps it outside the cache (true) or no
+// longer does (false); see Resident and Cache.Keep.
+func (v *Value) SetKept(kept bool) { v.resident.Store(kept) }
 
 // Ref takes another reference to v, which the caller holds one of.
 func (v *Value) Ref() { v.refs.Add(1) }
@@ -192,12 +203,21 @@ func (c *Cache) Alloc(n int) *Value {
 // already there, and evicts least recently used blocks to stay within the
 // capacity. The cache takes a reference of its own; the caller keeps its
 // own and must not modify v's bytes or Aux afterwards. It reports whether
-// v was cached: false if it is larger than a shard may hold (or c is nil).
+// v stayed cached: false if it is larger than a shard may hold (see Fits),
+// if c is nil, or if making room evicted v itself.
 func (c *Cache) Set(fileNum, offset uint64, v *Value) bool {
 	if c == nil {
 		return false
 	}
 	return c.shard(fileNum, offset).set(fileNum, offset, v)
+}
+
+// Fits reports whether c would cache v: whether it is no larger than a
+// shard may hold. A Set of a Value that fits can still drop it at once
+// (every other block in its shard in use), which is not a reason to keep
+// it elsewhere.
+func (c *Cache) Fits(v *Value) bool {
+	return c != nil && int64(cap(v.buf))+entryOverhead <= c.shards[0].capacity
 }
 
 // Keep counts n bytes of blocks that their users keep outside the cache,
@@ -315,7 +335,10 @@ func (s *shard) get(fileNum, offset uint64) *Value {
 // set caches v, then evicts the least recently used blocks until the shard
 // holds no more than its capacity. A block marked used (TryRef) since it
 // was last looked at is passed over once: its mark is cleared and it moves
-// to the front, so that each pass clears a mark and the loop ends.
+// to the front; so is v itself, the newest. Past twice the shard's count
+// of such passes (readers marking blocks as fast as they are passed over)
+// the least recently used goes whatever its mark. It reports whether v
+// stayed.
 func (s *shard) set(fileNum, offset uint64, v *Value) bool {
 	e := &entry{fileNum: fileNum, offset: offset, value: v}
 	s.mu.Lock()
@@ -328,6 +351,7 @@ func (s *shard) set(fileNum, offset uint64, v *Value) bool {
 		return false
 	}
 	v.refs.Add(1)
+	v.resident.Store(true)
 	s.entries[k] = e
 	s.pushFront(e)
 	s.size += e.charge()
@@ -335,17 +359,22 @@ func (s *shard) set(fileNum, offset uint64, v *Value) bool {
 		s.meta += e.charge()
 	}
 	s.count++
-	for s.size > s.capacity {
+	kept := true
+	for passes := 0; s.size > s.capacity; {
 		last := s.lru.prev
-		if last != e && last.value.used.Load() {
+		if passes < 2*s.count && (last == e || last.value.used.Load()) {
 			last.value.used.Store(false)
 			s.unlink(last)
 			s.pushFront(last)
+			passes++
 			continue
+		}
+		if last == e {
+			kept = false
 		}
 		s.removeLocked(last)
 	}
-	return true
+	return kept
 }
 
 func (s *shard) evictFile(fileNum uint64) {
@@ -360,6 +389,7 @@ func (s *shard) evictFile(fileNum uint64) {
 
 // removeLocked drops e from the list and the index.
 func (s *shard) removeLocked(e *entry) {
+	e.value.resident.Store(false)
 	s.unlink(e)
 	s.size -= e.charge()
 	if e.value.Aux != nil {

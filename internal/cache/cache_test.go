@@ -160,6 +160,60 @@ func TestTryRefSecondChance(t *testing.T) {
 	}
 }
 
+// A Set into a shard whose every block is in use (marked through TryRef)
+// keeps the new block: the marks are spent, and the oldest block goes.
+// Resident follows a Value in and out of the cache.
+func TestSetIntoBusyShard(t *testing.T) {
+	const per = 8 * (512 + entryOverhead)
+	c := New(per * numShards)
+	offs := sameShardKeys(c, 9)
+	var vals []*Value
+	for _, off := range offs[:8] {
+		v := c.Alloc(300)
+		v.Aux = off
+		if !c.Set(1, off, v) || !v.Resident() {
+			t.Fatalf("Set of offset %d: not cached", off)
+		}
+		vals = append(vals, v)
+	}
+	for _, v := range vals {
+		if !v.TryRef() {
+			t.Fatal("TryRef failed on a cached value")
+		}
+		v.Release()
+	}
+	nv := c.Alloc(300)
+	if !c.Set(1, offs[8], nv) || !nv.Resident() {
+		t.Fatal("the new block was evicted by its own Set")
+	}
+	if _, ok := get(c, 1, offs[8]); !ok {
+		t.Fatal("the new block is not cached")
+	}
+	gone := 0
+	for _, v := range vals {
+		if !v.Resident() {
+			gone++
+		}
+	}
+	if gone != 1 {
+		t.Fatalf("%d old blocks evicted, want 1", gone)
+	}
+	big := c.Alloc(2 * per)
+	if c.Fits(big) || !c.Fits(nv) {
+		t.Fatal("Fits is wrong about a value larger than a shard, or one that fits")
+	}
+	big.SetKept(true)
+	if !big.Resident() {
+		t.Fatal("a kept value is not resident")
+	}
+	big.SetKept(false)
+	big.Release()
+	for _, v := range vals {
+		v.Release()
+	}
+	nv.Release()
+}
+
 // Keep counts what users keep outside the cache without charging it.
 func TestKeepCounted(t *testing.T) {
 	c := New(1 << 20)
