@@ -339,7 +339,10 @@ func TestEventListenerWriteStall(t *testing.T) {
 		t.Fatalf("the first stall ended as %+v", first)
 	}
 
-	// A stall that Close ends.
+	// A stall that Close ends. Phase one's flushes finish first: one still
+	// writing its table when phase two begins would end phase two's first
+	// stall before Close could.
+	waitCond(t, "phase one's flushes", func() bool { return db.Metrics().ImmutableMemtables == 0 })
 	phase2.Store(true)
 	before := 0
 	for _, ev := range log.all() {
