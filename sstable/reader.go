@@ -63,13 +63,12 @@ type Reader struct {
 	// loaded: nil before, and possibly freed since (TryRef tells).
 	index, filter atomic.Pointer[cache.Value]
 	// metaMu serializes loading the index and filter blocks, and guards
-	// own, ownBytes, closed and filterErr.
+	// own, closed and filterErr.
 	metaMu sync.Mutex
-	// own holds the index and filter blocks the cache did not take, until
-	// Close; ownBytes is their size, counted with Cache.Keep.
-	own      []*cache.Value
-	ownBytes int64
-	closed   bool
+	// own holds the index and filter blocks the cache did not take
+	// (Cache.Keep), until Close.
+	own    []*cache.Value
+	closed bool
 	// filterHandle locates the filter block, if hasFilter.
 	filterHandle BlockHandle
 	hasFilter    bool
@@ -201,7 +200,6 @@ func (t *Reader) acquireIndexForGet() (*cache.Value, *indexBlock, error) {
 		return v, ib, nil
 	}
 	if !t.opts.Cache.Set(t.opts.FileNum, t.footer.Index.Offset, nv) && !t.opts.Cache.Fits(nv) {
-		nv.Ref()
 		t.keepLocked(nv)
 	}
 	t.unkeepLocked(v)
@@ -290,7 +288,6 @@ func (t *Reader) acquireSlow(p *atomic.Pointer[cache.Value], h BlockHandle, load
 		return nil, err
 	}
 	if shared || (!t.opts.Cache.Set(t.opts.FileNum, h.Offset, v) && !t.opts.Cache.Fits(v)) {
-		v.Ref()
 		t.keepLocked(v)
 	}
 	p.Store(v)
@@ -308,14 +305,12 @@ func sameKind(aux any, index bool) bool {
 	return ok
 }
 
-// keepLocked keeps v, holding a reference of its own, until Close: a block
+// keepLocked keeps v, taking a reference of its own, until Close: a block
 // the cache did not take. Called with metaMu held.
 func (t *Reader) keepLocked(v *cache.Value) {
-	v.SetKept(true)
+	v.Ref()
+	t.opts.Cache.Keep(v)
 	t.own = append(t.own, v)
-	n := int64(cap(v.Bytes()))
-	t.ownBytes += n
-	t.opts.Cache.Keep(n)
 }
 
 // unkeepLocked gives back the reference keepLocked took to v, if it took
@@ -323,11 +318,8 @@ func (t *Reader) keepLocked(v *cache.Value) {
 func (t *Reader) unkeepLocked(v *cache.Value) {
 	for i, o := range t.own {
 		if o == v {
-			v.SetKept(false)
 			t.own = append(t.own[:i], t.own[i+1:]...)
-			n := int64(cap(v.Bytes()))
-			t.ownBytes -= n
-			t.opts.Cache.Unkeep(n)
+			t.opts.Cache.Unkeep(v)
 			v.Release()
 			return
 		}
@@ -927,11 +919,9 @@ func (t *Reader) Close() error {
 	t.index.Store(nil)
 	t.filter.Store(nil)
 	for _, v := range t.own {
-		v.SetKept(false)
+		t.opts.Cache.Unkeep(v)
 		v.Release()
 	}
 	t.own = nil
-	t.opts.Cache.Unkeep(t.ownBytes)
-	t.ownBytes = 0
 	return nil
 }

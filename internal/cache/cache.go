@@ -61,7 +61,7 @@ type Value struct {
 	// looked at it.
 	used atomic.Bool
 	// resident is set while the Value is cached or its user keeps it
-	// (SetKept): TryRef's callers let go of a Value that is neither,
+	// (Cache.Keep): TryRef's callers let go of a Value that is neither,
 	// which only readers still hold, rather than use it uncounted.
 	resident atomic.Bool
 	// Aux is what the block's reader made of the bytes (a parsed index
@@ -98,12 +98,8 @@ func (v *Value) TryRef() bool {
 // The buffer keeps its size, and v is charged for it.
 func (v *Value) Trim(n int) { v.buf = v.buf[:n] }
 
-// Resident reports whether v is cached or kept by its user (SetKept).
+// Resident reports whether v is cached or kept by its user (Cache.Keep).
 func (v *Value) Resident() bool { return v.resident.Load() }
-
-// SetKept records that v's user keeps it outside the cache (true) or no
-// longer does (false); see Resident and Cache.Keep.
-func (v *Value) SetKept(kept bool) { v.resident.Store(kept) }
 
 // Ref takes another reference to v, which the caller holds one of.
 func (v *Value) Ref() { v.refs.Add(1) }
@@ -220,20 +216,23 @@ func (c *Cache) Fits(v *Value) bool {
 	return c != nil && int64(cap(v.buf))+entryOverhead <= c.shards[0].capacity
 }
 
-// Keep counts n bytes of blocks that their users keep outside the cache,
-// for Metrics: the index and filter blocks too large for it (see Set),
-// which a table then keeps while it is open. They are not charged to the
-// capacity. Unkeep gives them back.
-func (c *Cache) Keep(n int64) {
+// Keep records that v's user keeps it outside the cache: an index or
+// filter block too large for it (see Fits), which a table then keeps while
+// it is open, or any such block of a nil Cache's user. v is Resident from
+// then on, and its bytes count in Metrics.Kept, not charged to the
+// capacity. Unkeep undoes it.
+func (c *Cache) Keep(v *Value) {
+	v.resident.Store(true)
 	if c != nil {
-		c.kept.Add(n)
+		c.kept.Add(int64(cap(v.buf)))
 	}
 }
 
-// Unkeep gives back n bytes that Keep counted.
-func (c *Cache) Unkeep(n int64) {
+// Unkeep undoes Keep: v's user no longer keeps it.
+func (c *Cache) Unkeep(v *Value) {
+	v.resident.Store(false)
 	if c != nil {
-		c.kept.Add(-n)
+		c.kept.Add(-int64(cap(v.buf)))
 	}
 }
 

@@ -202,11 +202,14 @@ func TestSetIntoBusyShard(t *testing.T) {
 	if c.Fits(big) || !c.Fits(nv) {
 		t.Fatal("Fits is wrong about a value larger than a shard, or one that fits")
 	}
-	big.SetKept(true)
+	c.Keep(big)
 	if !big.Resident() {
 		t.Fatal("a kept value is not resident")
 	}
-	big.SetKept(false)
+	c.Unkeep(big)
+	if big.Resident() {
+		t.Fatal("a value no longer kept is resident")
+	}
 	big.Release()
 	for _, v := range vals {
 		v.Release()
@@ -217,17 +220,23 @@ func TestSetIntoBusyShard(t *testing.T) {
 // Keep counts what users keep outside the cache without charging it.
 func TestKeepCounted(t *testing.T) {
 	c := New(1 << 20)
-	c.Keep(5000)
-	if m := c.Metrics(); m.Kept != 5000 || m.Size != 0 {
+	v := c.Alloc(5000)
+	c.Keep(v)
+	if m := c.Metrics(); m.Kept != int64(cap(v.Bytes())) || m.Size != 0 {
 		t.Fatalf("kept %d, size %d", m.Kept, m.Size)
 	}
-	c.Unkeep(5000)
+	c.Unkeep(v)
 	if m := c.Metrics(); m.Kept != 0 {
 		t.Fatalf("kept %d after Unkeep", m.Kept)
 	}
+	v.Release()
 	var nilCache *Cache
-	nilCache.Keep(1)
-	nilCache.Unkeep(1)
+	w := nilCache.Alloc(1)
+	nilCache.Keep(w)
+	if !w.Resident() {
+		t.Fatal("a nil cache's user's kept value is not resident")
+	}
+	nilCache.Unkeep(w)
 	if nilCache.Set(1, 0, nilCache.Alloc(10)) {
 		t.Fatal("a nil cache took a value")
 	}
