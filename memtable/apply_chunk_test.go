@@ -1,7 +1,9 @@
 package memtable
 
 import (
+	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/shale-db/shale/internal/batchrepr"
@@ -62,5 +64,67 @@ func TestApplyLetsReadersIn(t *testing.T) {
 		if chunks != nil {
 			chunks.Close()
 		}
+	}
+}
+
+// TestApplySortsLargeBatch applies batches below and above sortApplyMin,
+// of random keys that repeat within the batch, puts and deletions mixed,
+// into a memtable that already holds some of those keys, and checks it
+// against one that took the same entries one by one with Add: the same
+// entries in the same order, and every key's newest version found by Get
+// at the batch's last sequence number.
+func TestApplySortsLargeBatch(t *testing.T) {
+	for _, n := range []int{sortApplyMin / 2, sortApplyMin, 3 * sortApplyMin} {
+		rng := rand.New(rand.NewPCG(uint64(n), 9))
+		m, want := New(), New()
+		for i := range 500 {
+			k := fmt.Appendf(nil, "key%06d", rng.IntN(n))
+			m.Add(uint64(i+1), ikey.KindSet, k, []byte("old"))
+			want.Add(uint64(i+1), ikey.KindSet, k, []byte("old"))
+		}
+		const seq = 1000
+		var repr []byte
+		for i := range n {
+			k := fmt.Appendf(nil, "key%06d", rng.IntN(n))
+			if rng.IntN(4) == 0 {
+				repr = batchrepr.AppendDelete(repr, k)
+				want.Add(seq+uint64(i), ikey.KindDelete, k, nil)
+			} else {
+				v := fmt.Appendf(nil, "v%d", i)
+				repr = batchrepr.AppendPut(repr, k, v)
+				want.Add(seq+uint64(i), ikey.KindSet, k, v)
+			}
+		}
+		if err := m.Apply(repr, seq); err != nil {
+			t.Fatal(err)
+		}
+		if m.Len() != want.Len() || m.Deletions() != want.Deletions() || m.ApproximateSize() != want.ApproximateSize() {
+			t.Fatalf("n=%d: Len %d, Deletions %d, size %d; want %d, %d, %d", n,
+				m.Len(), m.Deletions(), m.ApproximateSize(), want.Len(), want.Deletions(), want.ApproximateSize())
+		}
+		got, exp := m.NewIter(), want.NewIter()
+		count := 0
+		ok1, ok2 := got.First(), exp.First()
+		for ; ok1 && ok2; ok1, ok2 = got.Next(), exp.Next() {
+			if !bytes.Equal(got.Key(), exp.Key()) || !bytes.Equal(got.Value(), exp.Value()) {
+				t.Fatalf("n=%d: entry %d is %q=%q, want %q=%q", n, count, got.Key(), got.Value(), exp.Key(), exp.Value())
+			}
+			count++
+		}
+		if ok1 || ok2 || count != want.Len() {
+			t.Fatalf("n=%d: iterated %d entries, want %d", n, count, want.Len())
+		}
+		for i := range n {
+			k := fmt.Appendf(nil, "key%06d", i)
+			v1, ok1, del1 := m.Get(k, seq+uint64(n))
+			v2, ok2, del2 := want.Get(k, seq+uint64(n))
+			if ok1 != ok2 || del1 != del2 || !bytes.Equal(v1, v2) {
+				t.Fatalf("n=%d: Get(%s) = %q, %v, %v; want %q, %v, %v", n, k, v1, ok1, del1, v2, ok2, del2)
+			}
+		}
+		got.Close()
+		exp.Close()
+		m.Unref()
+		want.Unref()
 	}
 }

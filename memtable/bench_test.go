@@ -2,11 +2,13 @@ package memtable
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/shale-db/shale/internal/batchrepr"
 	"github.com/shale-db/shale/internal/ikey"
@@ -318,4 +320,51 @@ func BenchmarkAddDescending(b *testing.B) {
 		m.Add(uint64(i+1), ikey.KindSet, k[:], benchValue)
 	}
 	cpu.stop(0)
+}
+
+// BenchmarkApplyLarge applies one batch of random 32-byte keys and 32-byte
+// values (go-ethereum's benchmark's shape) to a memtable holding 50,000
+// entries already, or none: ns/op is per entry.
+func BenchmarkApplyLarge(b *testing.B) {
+	for _, pre := range []int{0, 50_000} {
+		for _, n := range []int{64, 256, 1000, 10_000, 100_000, 1_000_000} {
+			for _, sorted := range []bool{false, true} {
+				b.Run(fmt.Sprintf("pre=%d/n=%d/sorted=%v", pre, n, sorted), func(b *testing.B) {
+					rng := rand.New(rand.NewPCG(7, 7))
+					key := make([]byte, 32)
+					var repr []byte
+					for range n {
+						binary.BigEndian.PutUint64(key, rng.Uint64())
+						binary.BigEndian.PutUint64(key[8:], rng.Uint64())
+						repr = batchrepr.AppendPut(repr, key, key)
+					}
+					old := sortApplyMin
+					defer func() { sortApplyMin = old }()
+					sortApplyMin = 1 << 30
+					if sorted {
+						sortApplyMin = 0
+					}
+					var ns time.Duration
+					for range b.N {
+						b.StopTimer()
+						m := New()
+						for i := range pre {
+							binary.BigEndian.PutUint64(key, rng.Uint64())
+							m.Add(uint64(i+1), ikey.KindSet, key, key)
+						}
+						b.StartTimer()
+						t0 := time.Now()
+						if err := m.Apply(repr, uint64(pre+1)); err != nil {
+							b.Fatal(err)
+						}
+						ns += time.Since(t0)
+						b.StopTimer()
+						m.Unref()
+						b.StartTimer()
+					}
+					b.ReportMetric(float64(ns.Nanoseconds())/float64(b.N*n), "ns/entry")
+				})
+			}
+		}
+	}
 }

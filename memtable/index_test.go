@@ -90,7 +90,7 @@ func TestIndexAgainstModel(t *testing.T) {
 				seq := uint64(rng.IntN(n / 2))
 				e := testEntry(kb[:], seq, fmt.Sprint(i))
 				old, replaced := x.insert(e)
-				j, found := slices.BinarySearchFunc(model, e, cmpEntry)
+				j, found := slices.BinarySearchFunc(model, e, compareEntries)
 				if replaced != found {
 					t.Fatalf("insert %d: replaced %v, model had it %v", i, replaced, found)
 				}
@@ -119,16 +119,6 @@ func testEntry(ukey []byte, seq uint64, value string) entry {
 	return entry{p0: p0, p1: p1, trailer: ikey.MakeTrailer(seq, ikey.KindSet), kv: b[:len(ukey):len(b)]}
 }
 
-func cmpEntry(a, b entry) int {
-	switch {
-	case less(a, b):
-		return -1
-	case less(b, a):
-		return 1
-	}
-	return 0
-}
-
 func checkIndex(t *testing.T, x *index, model []entry, rng *rand.Rand) {
 	t.Helper()
 	want := keysOf(model)
@@ -152,7 +142,7 @@ func checkIndex(t *testing.T, x *index, model []entry, rng *rand.Rand) {
 		if k%10 == 0 && len(model) > 0 {
 			p = model[rng.IntN(len(model))]
 		}
-		i, found := slices.BinarySearchFunc(model, p, cmpEntry)
+		i, found := slices.BinarySearchFunc(model, p, compareEntries)
 		if got := collectWith(func(fn func(entry) bool) { x.ascendGE(p, fn) }); !slices.Equal(got, want[i:]) {
 			t.Fatalf("ascendGE %s: %d entries, model %d", ikey.String(p.key()), len(got), len(want)-i)
 		}
