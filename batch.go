@@ -50,8 +50,7 @@ const entryRoom = batchrepr.HeaderLen + 1 + 2*binary.MaxVarintLen64
 // grow makes room for an entry of n key and value bytes. A new batch
 // starts small (firstBatchCap) and doubles; once it holds an eighth of the
 // size of the batches written lately (batchSizeHint) it jumps to that size,
-// and past it doubles again, by a quarter at a time beyond
-// taperBatchGrowth. So a batch of a few writes stays small whatever else
+// and past it doubles again, by half at a time beyond taperBatchGrowth. So a batch of a few writes stays small whatever else
 // the process writes (at most about 9 times its size, and only when it is
 // an eighth of the hint), and a batch of the usual size takes a few small
 // allocations and one of its size. append's own growth, about 1.25 times a
@@ -72,14 +71,31 @@ func (b *Batch) grow(n int) {
 	case c >= h/8 && c < h:
 		add = max(n, h+h/8-l) // an eighth over: batches vary a little
 	case c >= taperBatchGrowth:
-		add = max(n, c/4)
+		add = max(n, c/2)
 	}
 	b.repr = slices.Grow(b.repr, add)
 }
 
+// Grow makes room in the batch for n more bytes of entries, so that a
+// batch whose size is known ahead takes one allocation rather than several
+// growths, each a copy of all it holds. An entry takes its key's and
+// value's bytes and a few of framing (Size counts them all). Grow with n <=
+// 0 does nothing.
+func (b *Batch) Grow(n int) {
+	if n <= 0 {
+		return
+	}
+	if len(b.repr) < batchrepr.HeaderLen {
+		n += batchrepr.HeaderLen
+	}
+	b.repr = slices.Grow(b.repr, n)
+}
+
 // firstBatchCap is a new batch's first capacity; taperBatchGrowth the
-// capacity past which a batch grows by a quarter rather than doubling, so
-// that a huge batch does not carry up to as much again unused.
+// capacity past which a batch grows by half rather than doubling, so that a
+// huge batch carries at most half as much again unused. (By a quarter, a
+// batch of 1,000,000 puts of 64 bytes, go-ethereum's benchmark's, copied
+// about four times its size growing: a quarter of Write's time.)
 const (
 	firstBatchCap    = 512
 	taperBatchGrowth = 16 << 20

@@ -170,9 +170,12 @@ func (d *Database) NewBatch() ethdb.Batch {
 	return &batch{db: d}
 }
 
-// NewBatchWithSize is NewBatch: shale's batch grows as it needs.
-func (d *Database) NewBatchWithSize(int) ethdb.Batch {
-	return &batch{db: d}
+// NewBatchWithSize is NewBatch with room for size bytes of keys, values
+// and their framing made ahead (shale.Batch.Grow).
+func (d *Database) NewBatchWithSize(size int) ethdb.Batch {
+	b := &batch{db: d}
+	b.b.Grow(size)
+	return b
 }
 
 // batch is a shale.Batch behind ethdb.Batch.
