@@ -100,3 +100,23 @@ func TestPool(t *testing.T) {
 		t.Fatal("Get did not reuse a kept buffer")
 	}
 }
+
+func TestFill(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 511, 512, 4097, 1 << 20} {
+		b := make([]byte, n)
+		fill(b, 0xdd)
+		for i, c := range b {
+			if c != 0xdd {
+				t.Fatalf("fill of %d bytes: byte %d is %#x", n, i, c)
+			}
+		}
+	}
+}
+
+// TestPoisonInShalesTests: shale's own test binaries poison freed memory
+// (the tests above rely on it), and know the module they test.
+func TestPoisonInShalesTests(t *testing.T) {
+	if got := mainModule(); got != "github.com/shale-db/shale" || !poison {
+		t.Fatalf("main module %q, poison %v: want shale's, and on", got, poison)
+	}
+}
