@@ -128,3 +128,79 @@ func TestApplySortsLargeBatch(t *testing.T) {
 		want.Unref()
 	}
 }
+
+// TestApplyAppendsBatchesInOrder applies batches of keys in order, each
+// above everything before it (a sequential fill's batches, which take
+// index.appendAbove), puts and deletions mixed, some batches too small to
+// be appended, and one that starts below the top, and checks the memtable
+// against one that took the same entries one by one.
+func TestApplyAppendsBatchesInOrder(t *testing.T) {
+	for _, chunks := range []*Chunks{nil, NewChunks(0)} {
+		testApplyAppends(t, NewIn(chunks))
+	}
+}
+
+func testApplyAppends(t *testing.T, m *Memtable) {
+	want := New()
+	seq := uint64(1)
+	next := 0
+	for b, size := range []int{1, 7, 8, 300, 1000, 3, 5000, 64} {
+		start := next
+		if b == 6 {
+			start = next - 10 // overlaps the top: inserted one by one
+		}
+		var repr []byte
+		for i := range size {
+			k := fmt.Appendf(nil, "key%07d", start+i)
+			if i%5 == 4 {
+				repr = batchrepr.AppendDelete(repr, k)
+				want.Add(seq+uint64(i), ikey.KindDelete, k, nil)
+			} else {
+				v := fmt.Appendf(nil, "v%d", seq+uint64(i))
+				repr = batchrepr.AppendPut(repr, k, v)
+				want.Add(seq+uint64(i), ikey.KindSet, k, v)
+			}
+		}
+		if err := m.Apply(repr, seq); err != nil {
+			t.Fatal(err)
+		}
+		seq += uint64(size)
+		next = max(next, start+size)
+	}
+	if m.Len() != want.Len() || m.Deletions() != want.Deletions() || m.ApproximateSize() != want.ApproximateSize() {
+		t.Fatalf("Len %d, Deletions %d, size %d; want %d, %d, %d",
+			m.Len(), m.Deletions(), m.ApproximateSize(), want.Len(), want.Deletions(), want.ApproximateSize())
+	}
+	got, exp := m.NewIter(), want.NewIter()
+	defer got.Close()
+	defer exp.Close()
+	n := 0
+	ok1, ok2 := got.First(), exp.First()
+	for ; ok1 && ok2; ok1, ok2 = got.Next(), exp.Next() {
+		if !bytes.Equal(got.Key(), exp.Key()) || !bytes.Equal(got.Value(), exp.Value()) {
+			t.Fatalf("entry %d is %q=%q, want %q=%q", n, got.Key(), got.Value(), exp.Key(), exp.Value())
+		}
+		n++
+	}
+	if ok1 || ok2 || n != want.Len() {
+		t.Fatalf("iterated %d entries (more: %v, %v), want %d", n, ok1, ok2, want.Len())
+	}
+	// Reverse iteration and Gets see the same.
+	ok1, ok2 = got.Last(), exp.Last()
+	for ; ok1 && ok2; ok1, ok2 = got.Prev(), exp.Prev() {
+		if !bytes.Equal(got.Key(), exp.Key()) {
+			t.Fatalf("backward: %q, want %q", got.Key(), exp.Key())
+		}
+	}
+	if ok1 || ok2 {
+		t.Fatal("backward iteration lengths differ")
+	}
+	for i := 0; i < next; i++ {
+		k := fmt.Appendf(nil, "key%07d", i)
+		v1, f1, d1 := m.Get(k, seq)
+		v2, f2, d2 := want.Get(k, seq)
+		if f1 != f2 || d1 != d2 || !bytes.Equal(v1, v2) {
+			t.Fatalf("Get(%s) = %q, %v, %v; want %q, %v, %v", k, v1, f1, d1, v2, f2, d2)
+		}
+	}
+}

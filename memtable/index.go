@@ -205,6 +205,48 @@ func (x *index) insert(e entry) (old entry, replaced bool) {
 	return entry{}, false
 }
 
+// above reports whether ents, which must not be empty, ascend and all sort
+// after every entry in the index: appendAbove may take them.
+func (x *index) above(ents []entry) bool {
+	for i := 1; i < len(ents); i++ {
+		if !less(ents[i-1], ents[i]) {
+			return false
+		}
+	}
+	last, ok := x.tree.Max()
+	return !ok || less(last.l.ents[len(last.l.ents)-1], ents[0])
+}
+
+// appendAbove adds ents, for which above holds, as inserts in order would:
+// it fills the last leaf and then new leaves of leafCap (split's in-order
+// case), but a leaf at a time, with no search and no insert's checks. A
+// batch of keys in order (a bulk load, a sequential fill's batches) goes
+// in several times as fast.
+func (x *index) appendAbove(ents []entry) {
+	var l *leaf
+	if last, ok := x.tree.Max(); ok {
+		l = last.l
+	} else {
+		l = &leaf{ents: x.spares.make(x.firstCap()), lo: minEntry}
+		x.tree.ReplaceOrInsert(leafItem{lo: l.lo, l: l})
+	}
+	for len(ents) > 0 {
+		switch {
+		case len(l.ents) == leafCap:
+			r := &leaf{lo: ents[0], ents: x.spares.take(leafCap)}
+			l.hi, l.hasHi = r.lo, true
+			x.tree.ReplaceOrInsert(leafItem{lo: r.lo, l: r})
+			l = r
+		case len(l.ents) == cap(l.ents):
+			x.grow(l)
+		}
+		n := min(len(ents), cap(l.ents)-len(l.ents))
+		l.ents = append(l.ents, ents[:n]...)
+		ents = ents[n:]
+	}
+	x.hint = l
+}
+
 // split makes room in the full leaf l for e, which belongs at position i,
 // and returns the leaf and position where e goes. Past l's last entry, e
 // starts a new leaf of its own, leaving l full (inserts in order fill

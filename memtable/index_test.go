@@ -224,3 +224,76 @@ func TestIndexFillsLeavesInOrder(t *testing.T) {
 	}
 	checkLeaves(t, &x)
 }
+
+// TestIndexAppendAbove mixes runs that appendAbove takes (ascending, above
+// every entry) of random lengths with random inserts (below the top, so
+// that leaves split under the runs' leaves), on the Go heap and with
+// arrays of leafCap as a memtable's arena gives, and checks the index
+// against a model after each step. above must refuse a run that does not
+// ascend, or that starts at or below the index's largest entry.
+func TestIndexAppendAbove(t *testing.T) {
+	for _, arena := range []bool{false, true} {
+		t.Run(fmt.Sprintf("arena=%v", arena), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(11, 11))
+			x := newIndex()
+			if arena {
+				x.spares.alloc = func(c int) []entry { return make([]entry, 0, c) }
+			}
+			var model []entry
+			var kb [8]byte
+			entryAt := func(k uint64, seq uint64) entry {
+				binary.BigEndian.PutUint64(kb[:], k)
+				return testEntry(kb[:], seq, fmt.Sprint(k))
+			}
+			top := uint64(1000)
+			for step := range 120 {
+				if step%3 == 2 {
+					// Random inserts below the top.
+					for range rng.IntN(200) {
+						e := entryAt(rng.Uint64N(top), uint64(1+step))
+						x.insert(e)
+						j, found := slices.BinarySearchFunc(model, e, compareEntries)
+						if found {
+							model[j] = e
+						} else {
+							model = slices.Insert(model, j, e)
+						}
+					}
+				} else {
+					n := 1 + rng.IntN(3*leafCap)
+					run := make([]entry, n)
+					for i := range run {
+						top += 1 + rng.Uint64N(3)
+						run[i] = entryAt(top, uint64(1+step))
+					}
+					if len(model) > 0 {
+						if x.above([]entry{model[len(model)-1]}) {
+							t.Fatal("above took a run starting at the largest entry")
+						}
+					}
+					if n > 1 {
+						swapped := slices.Clone(run)
+						swapped[0], swapped[n-1] = swapped[n-1], swapped[0]
+						if x.above(swapped) {
+							t.Fatal("above took a run that does not ascend")
+						}
+					}
+					if !x.above(run) {
+						t.Fatalf("step %d: above refused an ascending run past the top", step)
+					}
+					x.appendAbove(run)
+					model = append(model, run...)
+				}
+				if step%20 == 0 || step == 119 {
+					checkIndex(t, &x, model, rng)
+				}
+			}
+			// The inserts after a run find their leaf: the hint points at
+			// the last leaf, and an insert below it must still land right.
+			e := entryAt(0, 9999)
+			x.insert(e)
+			model = slices.Insert(model, 0, e)
+			checkIndex(t, &x, model, rng)
+		})
+	}
+}

@@ -269,6 +269,15 @@ func (m *Memtable) Add(seq uint64, kind ikey.Kind, ukey, value []byte) {
 // atomic counters once per batch rather than three times per entry.
 type delta struct{ size, n, dels int64 }
 
+// add accounts for a new entry.
+func (d *delta) add(e *entry) {
+	d.size += entrySize(e)
+	d.n++
+	if ikey.Kind(e.trailer&0xff) == ikey.KindDelete {
+		d.dels++
+	}
+}
+
 func (d *delta) apply(m *Memtable) {
 	m.size.Add(d.size)
 	m.n.Add(d.n)
@@ -288,11 +297,7 @@ func (m *Memtable) insertLocked(e entry, d *delta) {
 			d.dels--
 		}
 	}
-	d.size += entrySize(&e)
-	d.n++
-	if ikey.Kind(e.trailer&0xff) == ikey.KindDelete {
-		d.dels++
-	}
+	d.add(&e)
 }
 
 // Apply inserts every entry of the batch repr (see package batchrepr),
@@ -334,11 +339,17 @@ func (m *Memtable) Apply(repr []byte, seq uint64) error {
 	}
 	var d delta
 	ents := m.scratch
+	// The index changes under m.mu alone, and this writer holds wmu: it
+	// may read the index without m.mu.
+	appending := len(ents) >= minAppendRun && m.mu.idx.above(ents)
+	if appending {
+		for i := range ents {
+			d.add(&ents[i])
+		}
+	}
 	for len(ents) > applyChunk {
 		m.mu.Lock()
-		for _, e := range ents[:applyChunk] {
-			m.insertLocked(e, &d)
-		}
+		m.insertChunkLocked(ents[:applyChunk], appending, &d)
 		m.mu.Unlock()
 		ents = ents[applyChunk:]
 		if testHookApplyChunk != nil {
@@ -346,9 +357,7 @@ func (m *Memtable) Apply(repr []byte, seq uint64) error {
 		}
 	}
 	m.mu.Lock()
-	for _, e := range ents {
-		m.insertLocked(e, &d)
-	}
+	m.insertChunkLocked(ents, appending, &d)
 	if len(tombs) > 0 {
 		// Applied in sequence order: each is newer than every one
 		// before, and only the spans it overlaps are rebuilt.
@@ -372,6 +381,26 @@ func (m *Memtable) Apply(repr []byte, seq uint64) error {
 	}
 	return nil
 }
+
+// insertChunkLocked adds ents to the index and accounts for them in d, one
+// at a time; or, if appending, all at once with appendAbove (the caller
+// has accounted for them).
+func (m *Memtable) insertChunkLocked(ents []entry, appending bool, d *delta) {
+	if appending {
+		if len(ents) > 0 {
+			m.mu.idx.appendAbove(ents)
+		}
+		return
+	}
+	for _, e := range ents {
+		m.insertLocked(e, d)
+	}
+}
+
+// minAppendRun is the fewest entries for which Apply looks whether a batch
+// can be appended (index.appendAbove): below it, the insert path's hint
+// serves entries in order about as well.
+const minAppendRun = 8
 
 // sortApplyMin is the number of entries from which Apply sorts a batch
 // before inserting it. Inserts in key order find their leaf through the
