@@ -50,7 +50,8 @@ const entryRoom = batchrepr.HeaderLen + 1 + 2*binary.MaxVarintLen64
 // grow makes room for an entry of n key and value bytes. A new batch
 // starts small (firstBatchCap) and doubles; once it holds an eighth of the
 // size of the batches written lately (batchSizeHint) it jumps to that size,
-// and past it doubles again, by half at a time beyond taperBatchGrowth. So a batch of a few writes stays small whatever else
+// and past it doubles again, growing by half at a time beyond
+// taperBatchGrowth. So a batch of a few writes stays small whatever else
 // the process writes (at most about 9 times its size, and only when it is
 // an eighth of the hint), and a batch of the usual size takes a few small
 // allocations and one of its size. append's own growth, about 1.25 times a

@@ -71,17 +71,16 @@
 package memtable
 
 import (
-	"github.com/shale-db/shale/internal/rangedel"
-	"slices"
-
 	"bytes"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/internal/batchrepr"
 	"github.com/shale-db/shale/internal/ikey"
+	"github.com/shale-db/shale/internal/rangedel"
 )
 
 // entryOverhead is what ApproximateSize charges per entry on top of its
@@ -304,9 +303,12 @@ func (m *Memtable) insertLocked(e entry, d *delta) {
 // giving entry i the sequence number seq+i; the sequence number in repr's
 // header is ignored. It first decodes the whole batch: if repr is corrupt
 // (the error matches batchrepr.ErrCorrupt) or its sequence numbers would
-// pass ikey.MaxSeq, nothing is applied. A large batch goes in a chunk at a
-// time (applyChunk), so a Get or an iterator may see part of it: readers
-// must read at a sequence number below seq until Apply has returned.
+// pass ikey.MaxSeq, nothing is applied. A batch of sortApplyMin entries or
+// more is sorted first; one whose entries then ascend from above the
+// largest entry held is appended a leaf at a time (index.appendAbove). A
+// large batch goes in a chunk at a time (applyChunk), so a Get or an
+// iterator may see part of it: readers must read at a sequence number
+// below seq until Apply has returned.
 func (m *Memtable) Apply(repr []byte, seq uint64) error {
 	count, err := batchrepr.Validate(repr)
 	if err != nil {
