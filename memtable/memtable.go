@@ -408,12 +408,14 @@ const minAppendRun = 8
 // before inserting it. Inserts in key order find their leaf through the
 // index's last-insert hint and fill each leaf in one visit, where random
 // ones descend the tree for each entry, missing the cache at every level
-// once the tree outgrows it. Sorting costs more than it saves on small
-// batches. BenchmarkApplyLarge, random 32-byte keys and values, ns an
-// entry unsorted against sorted: into an empty memtable, 285 against 299
-// at 1,000 entries, 397 against 337 at 10,000, 860 against 437 at
-// 1,000,000; into one of 50,000 entries, 503 against 553, 484 against
-// 434, 940 against 513. (A variable so that the benchmark can compare.)
+// once the tree outgrows it. Into a memtable that holds entries among
+// the batch's, sorting costs more than it saves on small batches.
+// BenchmarkApplyLarge, random 32-byte keys and values, ns an entry
+// unsorted against sorted, into a memtable of 50,000 entries: 470 against
+// 586 at 1,000 entries, 482 against 427 at 10,000, 806 against 496 at
+// 1,000,000. Into an empty one, where the sorted batch is appended
+// (index.appendAbove): 320 against 272, 413 against 312, 825 against 414.
+// (A variable so that the benchmark can compare.)
 var sortApplyMin = 4096
 
 // maxKeptScratch is the most entries of scratch space a memtable keeps
