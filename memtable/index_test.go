@@ -246,7 +246,7 @@ func TestIndexAppendAbove(t *testing.T) {
 				return testEntry(kb[:], seq, fmt.Sprint(k))
 			}
 			top := uint64(1000)
-			for step := range 120 {
+			for step := range 60 {
 				if step%3 == 2 {
 					// Random inserts below the top.
 					for range rng.IntN(200) {
@@ -284,7 +284,7 @@ func TestIndexAppendAbove(t *testing.T) {
 					x.appendAbove(run)
 					model = append(model, run...)
 				}
-				if step%20 == 0 || step == 119 {
+				if step%20 == 0 || step == 59 {
 					checkIndex(t, &x, model, rng)
 				}
 			}
