@@ -1,0 +1,100 @@
+package memtable
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/shale-db/shale/internal/batchrepr"
+	"github.com/shale-db/shale/internal/ikey"
+)
+
+// FuzzApply applies arbitrary bytes as a batch to a memtable that already
+// holds a few entries, with sortApplyMin lowered so that short inputs are
+// sorted and, when they ascend from above what is held, appended. Apply
+// must not panic. If it fails, the memtable is as it was. If it succeeds,
+// its entries are those of a memtable given the same entries one by one
+// with Add, forward and backward, and every key's Get agrees.
+func FuzzApply(f *testing.F) {
+	key := func(i int) []byte { return fmt.Appendf(nil, "k%03d", i) }
+	var inOrder, random, mixed []byte
+	for i := range 20 {
+		inOrder = batchrepr.AppendPut(inOrder, key(200+i), []byte("v"))
+		random = batchrepr.AppendPut(random, key((i*37)%50), []byte("w"))
+		if i%3 == 0 {
+			mixed = batchrepr.AppendDelete(mixed, key(i))
+		} else {
+			mixed = batchrepr.AppendPut(mixed, key(i), bytes.Repeat([]byte{'x'}, i))
+		}
+	}
+	withRange := batchrepr.AppendRangeDelete(bytes.Clone(mixed), key(3), key(9))
+	for _, seed := range [][]byte{inOrder, random, mixed, withRange, nil, inOrder[:len(inOrder)/2]} {
+		f.Add(seed, uint8(0))
+		f.Add(seed, uint8(5))
+	}
+	f.Fuzz(func(t *testing.T, repr []byte, held uint8) {
+		defer func(old int) { sortApplyMin = old }(sortApplyMin)
+		sortApplyMin = 4
+		m, want := New(), New()
+		defer m.Unref()
+		defer want.Unref()
+		for i := range int(held % 16) {
+			m.Add(uint64(i+1), ikey.KindSet, key(i*7), []byte("held"))
+			want.Add(uint64(i+1), ikey.KindSet, key(i*7), []byte("held"))
+		}
+		const seq = 100
+		if err := m.Apply(repr, seq); err != nil {
+			if m.Len() != want.Len() || m.ApproximateSize() != want.ApproximateSize() {
+				t.Fatalf("a failed Apply (%v) changed the memtable: %d entries, want %d", err, m.Len(), want.Len())
+			}
+			return
+		}
+		r := batchrepr.NewReader(repr)
+		var keys [][]byte
+		rdels := 0
+		for s := uint64(seq); ; s++ {
+			kind, k, v, ok := r.Next()
+			if !ok {
+				break
+			}
+			if kind == ikey.KindRangeDelete {
+				rdels++ // kept apart (RangeDels), by a path the sort does not touch
+				continue
+			}
+			want.Add(s, kind, k, v)
+			keys = append(keys, k)
+		}
+		if m.Len() != want.Len()+rdels || m.Deletions() != want.Deletions()+rdels {
+			t.Fatalf("Len %d, Deletions %d; want %d and %d, with %d range deletions",
+				m.Len(), m.Deletions(), want.Len()+rdels, want.Deletions()+rdels, rdels)
+		}
+		got, exp := m.NewIter(), want.NewIter()
+		defer got.Close()
+		defer exp.Close()
+		ok1, ok2 := got.First(), exp.First()
+		for ; ok1 && ok2; ok1, ok2 = got.Next(), exp.Next() {
+			if !bytes.Equal(got.Key(), exp.Key()) || !bytes.Equal(got.Value(), exp.Value()) {
+				t.Fatalf("entry %q=%q, want %q=%q", got.Key(), got.Value(), exp.Key(), exp.Value())
+			}
+		}
+		if ok1 || ok2 {
+			t.Fatalf("forward: one memtable has more entries (%v, %v)", ok1, ok2)
+		}
+		ok1, ok2 = got.Last(), exp.Last()
+		for ; ok1 && ok2; ok1, ok2 = got.Prev(), exp.Prev() {
+			if !bytes.Equal(got.Key(), exp.Key()) {
+				t.Fatalf("backward: %q, want %q", got.Key(), exp.Key())
+			}
+		}
+		if ok1 || ok2 {
+			t.Fatalf("backward: one memtable has more entries (%v, %v)", ok1, ok2)
+		}
+		for _, k := range keys {
+			v1, f1, d1 := m.Get(k, ikey.MaxSeq)
+			v2, f2, d2 := want.Get(k, ikey.MaxSeq)
+			if f1 != f2 || d1 != d2 || !bytes.Equal(v1, v2) {
+				t.Fatalf("Get(%q) = %q, %v, %v; want %q, %v, %v", k, v1, f1, d1, v2, f2, d2)
+			}
+		}
+	})
+}
