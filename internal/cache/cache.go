@@ -336,8 +336,9 @@ func (s *shard) get(fileNum, offset uint64) *Value {
 // was last looked at is passed over once: its mark is cleared and it moves
 // to the front; so is v itself, the newest. Past twice the shard's count
 // of such passes (readers marking blocks as fast as they are passed over)
-// the least recently used goes whatever its mark. It reports whether v
-// stayed.
+// the least recently used goes whatever its mark. Once every block has
+// had its pass, a data block v goes before an index or filter block. It
+// reports whether v stayed.
 func (s *shard) set(fileNum, offset uint64, v *Value) bool {
 	e := &entry{fileNum: fileNum, offset: offset, value: v}
 	s.mu.Lock()
@@ -367,6 +368,14 @@ func (s *shard) set(fileNum, offset uint64, v *Value) bool {
 			s.pushFront(last)
 			passes++
 			continue
+		}
+		if kept && last != e && passes >= s.count && last.value.Aux != nil && e.value.Aux == nil {
+			// Every block has had its pass, and the oldest is an index
+			// or filter block: the new data block goes instead. Blocks
+			// of a large table's index or filter can fill most of a
+			// shard; given no more than a data block's due, they were
+			// evicted and read again at every few inserts there.
+			last = e
 		}
 		if last == e {
 			kept = false

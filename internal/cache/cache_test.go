@@ -161,43 +161,71 @@ func TestTryRefSecondChance(t *testing.T) {
 }
 
 // A Set into a shard whose every block is in use (marked through TryRef)
-// keeps the new block: the marks are spent, and the oldest block goes.
-// Resident follows a Value in and out of the cache.
+// keeps the new block when the old ones are data blocks, or the new one is
+// an index or filter block: the marks are spent, and the oldest block goes.
+// A new data block among index and filter blocks in use goes itself, and
+// Set says so. Resident follows a Value in and out of the cache.
 func TestSetIntoBusyShard(t *testing.T) {
 	const per = 8 * (512 + entryOverhead)
+	for _, tc := range []struct {
+		name       string
+		oldMeta    bool // the blocks already cached are index or filter blocks
+		newMeta    bool // so is the new one
+		newStays   bool
+		oldEvicted int
+	}{
+		{"data among data", false, false, true, 1},
+		{"data among meta", true, false, false, 0},
+		{"meta among meta", true, true, true, 1},
+		{"meta among data", false, true, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(per * numShards)
+			offs := sameShardKeys(c, 9)
+			var vals []*Value
+			for _, off := range offs[:8] {
+				v := c.Alloc(300)
+				if tc.oldMeta {
+					v.Aux = off
+				}
+				if !c.Set(1, off, v) || !v.Resident() {
+					t.Fatalf("Set of offset %d: not cached", off)
+				}
+				vals = append(vals, v)
+			}
+			for _, v := range vals {
+				if !v.TryRef() {
+					t.Fatal("TryRef failed on a cached value")
+				}
+				v.Release()
+			}
+			nv := c.Alloc(300)
+			if tc.newMeta {
+				nv.Aux = "index"
+			}
+			if got := c.Set(1, offs[8], nv); got != tc.newStays || nv.Resident() != tc.newStays {
+				t.Fatalf("Set of the new block reported %v, resident %v; want %v", got, nv.Resident(), tc.newStays)
+			}
+			if _, ok := get(c, 1, offs[8]); ok != tc.newStays {
+				t.Fatalf("the new block cached: %v, want %v", ok, tc.newStays)
+			}
+			gone := 0
+			for _, v := range vals {
+				if !v.Resident() {
+					gone++
+				}
+			}
+			if gone != tc.oldEvicted {
+				t.Fatalf("%d old blocks evicted, want %d", gone, tc.oldEvicted)
+			}
+			for _, v := range vals {
+				v.Release()
+			}
+			nv.Release()
+		})
+	}
 	c := New(per * numShards)
-	offs := sameShardKeys(c, 9)
-	var vals []*Value
-	for _, off := range offs[:8] {
-		v := c.Alloc(300)
-		v.Aux = off
-		if !c.Set(1, off, v) || !v.Resident() {
-			t.Fatalf("Set of offset %d: not cached", off)
-		}
-		vals = append(vals, v)
-	}
-	for _, v := range vals {
-		if !v.TryRef() {
-			t.Fatal("TryRef failed on a cached value")
-		}
-		v.Release()
-	}
 	nv := c.Alloc(300)
-	if !c.Set(1, offs[8], nv) || !nv.Resident() {
-		t.Fatal("the new block was evicted by its own Set")
-	}
-	if _, ok := get(c, 1, offs[8]); !ok {
-		t.Fatal("the new block is not cached")
-	}
-	gone := 0
-	for _, v := range vals {
-		if !v.Resident() {
-			gone++
-		}
-	}
-	if gone != 1 {
-		t.Fatalf("%d old blocks evicted, want 1", gone)
-	}
 	big := c.Alloc(2 * per)
 	if c.Fits(big) || !c.Fits(nv) {
 		t.Fatal("Fits is wrong about a value larger than a shard, or one that fits")
@@ -211,10 +239,41 @@ func TestSetIntoBusyShard(t *testing.T) {
 		t.Fatal("a value no longer kept is resident")
 	}
 	big.Release()
-	for _, v := range vals {
-		v.Release()
-	}
 	nv.Release()
+}
+
+// An index block that fills its shard, so that no data block fits beside
+// it, stays cached while it is in use; the data blocks that fall in its
+// shard are not cached. Unused, it ages out.
+func TestLargeIndexBlockStays(t *testing.T) {
+	const per = 64 << 10
+	c := New(per * numShards)
+	offs := sameShardKeys(c, 200)
+	meta := c.Alloc(per - 2000) // no data block fits beside it
+	meta.Aux = "index"
+	if !c.Set(1, offs[0], meta) {
+		t.Fatal("Set refused an index block that fits")
+	}
+	val := bytes.Repeat([]byte("d"), 4000)
+	for i, off := range offs[1:] {
+		if !meta.Resident() {
+			t.Fatalf("insert %d: the index block was evicted while in use", i)
+		}
+		meta.TryRef() // a Get's use, as sstable's readers make it
+		meta.Release()
+		set(c, 1, off, val)
+	}
+	if !meta.Resident() {
+		t.Fatal("the index block in use was evicted")
+	}
+	// Not used any more: the next inserts evict it.
+	for _, off := range offs[1:20] {
+		set(c, 1, off, val)
+	}
+	if meta.Resident() {
+		t.Fatal("an index block no longer in use stayed")
+	}
+	meta.Release()
 }
 
 // Keep counts what users keep outside the cache without charging it.
