@@ -344,11 +344,6 @@ func (m *Memtable) Apply(repr []byte, seq uint64) error {
 	// The index changes under m.mu alone, and this writer holds wmu: it
 	// may read the index without m.mu.
 	appending := len(ents) >= minAppendRun && m.mu.idx.above(ents)
-	if appending {
-		for i := range ents {
-			d.add(&ents[i])
-		}
-	}
 	for len(ents) > applyChunk {
 		m.mu.Lock()
 		m.insertChunkLocked(ents[:applyChunk], appending, &d)
@@ -384,13 +379,15 @@ func (m *Memtable) Apply(repr []byte, seq uint64) error {
 	return nil
 }
 
-// insertChunkLocked adds ents to the index and accounts for them in d, one
-// at a time; or, if appending, all at once with appendAbove (the caller
-// has accounted for them).
+// insertChunkLocked adds ents to the index and accounts for them in d: one
+// at a time, or, if appending, all at once with appendAbove.
 func (m *Memtable) insertChunkLocked(ents []entry, appending bool, d *delta) {
 	if appending {
 		if len(ents) > 0 {
 			m.mu.idx.appendAbove(ents)
+		}
+		for i := range ents {
+			d.add(&ents[i])
 		}
 		return
 	}

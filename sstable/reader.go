@@ -167,7 +167,7 @@ func open(r io.ReaderAt, size int64, opts ReaderOptions, verify bool) (*Reader, 
 // acquireIndex returns the table's index block and the Value holding it,
 // which the caller releases once done with the block.
 func (t *Reader) acquireIndex() (*cache.Value, *indexBlock, error) {
-	if v := t.index.Load(); v != nil && v.Resident() && v.TryRef() {
+	if v := tryAcquire(&t.index); v != nil {
 		return v, v.Aux.(*indexBlock), nil
 	}
 	v, err := t.acquireSlow(&t.index, t.footer.Index, t.loadIndex)
@@ -243,7 +243,7 @@ func (t *Reader) acquireFilter() (*cache.Value, *filterReader, error) {
 	if !t.hasFilter || t.filterDropped.Load() {
 		return nil, nil, nil
 	}
-	if v := t.filter.Load(); v != nil && v.Resident() && v.TryRef() {
+	if v := tryAcquire(&t.filter); v != nil {
 		return v, v.Aux.(*filterReader), nil
 	}
 	v, err := t.acquireSlow(&t.filter, t.filterHandle, t.loadFilter)
@@ -255,6 +255,15 @@ func (t *Reader) acquireFilter() (*cache.Value, *filterReader, error) {
 
 // errReaderClosed is returned by reads of a Reader after its Close.
 var errReaderClosed = errors.New("sstable: read of a closed table")
+
+// tryAcquire takes a reference to the Value p points to, without a lock,
+// if it is still cached (or kept by its table); else it returns nil.
+func tryAcquire(p *atomic.Pointer[cache.Value]) *cache.Value {
+	if v := p.Load(); v != nil && v.Resident() && v.TryRef() {
+		return v
+	}
+	return nil
+}
 
 // acquireSlow is acquireIndex's and acquireFilter's way when the Value
 // they point to is gone (or was never loaded). Under metaMu, the cache may
@@ -268,7 +277,7 @@ func (t *Reader) acquireSlow(p *atomic.Pointer[cache.Value], h BlockHandle, load
 	if t.closed {
 		return nil, errReaderClosed
 	}
-	if v := p.Load(); v != nil && v.Resident() && v.TryRef() {
+	if v := tryAcquire(p); v != nil {
 		return v, nil
 	}
 	shared := false // another block of the table has this offset
