@@ -96,7 +96,8 @@ func (b *Batch) Grow(n int) {
 // capacity past which a batch grows by half rather than doubling, so that a
 // huge batch carries at most half as much again unused. (By a quarter, a
 // batch of 1,000,000 puts of 64 bytes, go-ethereum's benchmark's, copied
-// about four times its size growing: a quarter of Write's time.)
+// about four times its size growing: a quarter of that benchmark's CPU
+// profile, building the batch and writing it.)
 const (
 	firstBatchCap    = 512
 	taperBatchGrowth = 16 << 20

@@ -75,57 +75,42 @@ func TestApplyLetsReadersIn(t *testing.T) {
 // at the batch's last sequence number.
 func TestApplySortsLargeBatch(t *testing.T) {
 	for _, n := range []int{sortApplyMin / 2, sortApplyMin, 3 * sortApplyMin} {
-		rng := rand.New(rand.NewPCG(uint64(n), 9))
-		m, want := New(), New()
-		for i := range 500 {
-			k := fmt.Appendf(nil, "key%06d", rng.IntN(n))
-			m.Add(uint64(i+1), ikey.KindSet, k, []byte("old"))
-			want.Add(uint64(i+1), ikey.KindSet, k, []byte("old"))
-		}
-		const seq = 1000
-		var repr []byte
-		for i := range n {
-			k := fmt.Appendf(nil, "key%06d", rng.IntN(n))
-			if rng.IntN(4) == 0 {
-				repr = batchrepr.AppendDelete(repr, k)
-				want.Add(seq+uint64(i), ikey.KindDelete, k, nil)
-			} else {
-				v := fmt.Appendf(nil, "v%d", i)
-				repr = batchrepr.AppendPut(repr, k, v)
-				want.Add(seq+uint64(i), ikey.KindSet, k, v)
+		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(n), 9))
+			m, want := New(), New()
+			for i := range 500 {
+				k := fmt.Appendf(nil, "key%06d", rng.IntN(n))
+				m.Add(uint64(i+1), ikey.KindSet, k, []byte("old"))
+				want.Add(uint64(i+1), ikey.KindSet, k, []byte("old"))
 			}
-		}
-		if err := m.Apply(repr, seq); err != nil {
-			t.Fatal(err)
-		}
-		if m.Len() != want.Len() || m.Deletions() != want.Deletions() || m.ApproximateSize() != want.ApproximateSize() {
-			t.Fatalf("n=%d: Len %d, Deletions %d, size %d; want %d, %d, %d", n,
-				m.Len(), m.Deletions(), m.ApproximateSize(), want.Len(), want.Deletions(), want.ApproximateSize())
-		}
-		got, exp := m.NewIter(), want.NewIter()
-		count := 0
-		ok1, ok2 := got.First(), exp.First()
-		for ; ok1 && ok2; ok1, ok2 = got.Next(), exp.Next() {
-			if !bytes.Equal(got.Key(), exp.Key()) || !bytes.Equal(got.Value(), exp.Value()) {
-				t.Fatalf("n=%d: entry %d is %q=%q, want %q=%q", n, count, got.Key(), got.Value(), exp.Key(), exp.Value())
+			const seq = 1000
+			var repr []byte
+			for i := range n {
+				k := fmt.Appendf(nil, "key%06d", rng.IntN(n))
+				if rng.IntN(4) == 0 {
+					repr = batchrepr.AppendDelete(repr, k)
+					want.Add(seq+uint64(i), ikey.KindDelete, k, nil)
+				} else {
+					v := fmt.Appendf(nil, "v%d", i)
+					repr = batchrepr.AppendPut(repr, k, v)
+					want.Add(seq+uint64(i), ikey.KindSet, k, v)
+				}
 			}
-			count++
-		}
-		if ok1 || ok2 || count != want.Len() {
-			t.Fatalf("n=%d: iterated %d entries, want %d", n, count, want.Len())
-		}
-		for i := range n {
-			k := fmt.Appendf(nil, "key%06d", i)
-			v1, ok1, del1 := m.Get(k, seq+uint64(n))
-			v2, ok2, del2 := want.Get(k, seq+uint64(n))
-			if ok1 != ok2 || del1 != del2 || !bytes.Equal(v1, v2) {
-				t.Fatalf("n=%d: Get(%s) = %q, %v, %v; want %q, %v, %v", n, k, v1, ok1, del1, v2, ok2, del2)
+			if err := m.Apply(repr, seq); err != nil {
+				t.Fatal(err)
 			}
-		}
-		got.Close()
-		exp.Close()
-		m.Unref()
-		want.Unref()
+			if m.Len() != want.Len() || m.Deletions() != want.Deletions() || m.ApproximateSize() != want.ApproximateSize() {
+				t.Fatalf("n=%d: Len %d, Deletions %d, size %d; want %d, %d, %d", n,
+					m.Len(), m.Deletions(), m.ApproximateSize(), want.Len(), want.Deletions(), want.ApproximateSize())
+			}
+			keys := make([][]byte, n)
+			for i := range keys {
+				keys[i] = fmt.Appendf(nil, "key%06d", i)
+			}
+			sameMemtable(t, m, want, keys, seq+uint64(n))
+			m.Unref()
+			want.Unref()
+		})
 	}
 }
 
@@ -171,6 +156,18 @@ func testApplyAppends(t *testing.T, m *Memtable) {
 		t.Fatalf("Len %d, Deletions %d, size %d; want %d, %d, %d",
 			m.Len(), m.Deletions(), m.ApproximateSize(), want.Len(), want.Deletions(), want.ApproximateSize())
 	}
+	keys := make([][]byte, next)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "key%07d", i)
+	}
+	sameMemtable(t, m, want, keys, seq)
+}
+
+// sameMemtable fails t unless m holds want's entries, in the same order
+// forward and backward, and answers Get at seq for every one of keys as
+// want does.
+func sameMemtable(t *testing.T, m, want *Memtable, keys [][]byte, seq uint64) {
+	t.Helper()
 	got, exp := m.NewIter(), want.NewIter()
 	defer got.Close()
 	defer exp.Close()
@@ -185,7 +182,6 @@ func testApplyAppends(t *testing.T, m *Memtable) {
 	if ok1 || ok2 || n != want.Len() {
 		t.Fatalf("iterated %d entries (more: %v, %v), want %d", n, ok1, ok2, want.Len())
 	}
-	// Reverse iteration and Gets see the same.
 	ok1, ok2 = got.Last(), exp.Last()
 	for ; ok1 && ok2; ok1, ok2 = got.Prev(), exp.Prev() {
 		if !bytes.Equal(got.Key(), exp.Key()) {
@@ -193,10 +189,9 @@ func testApplyAppends(t *testing.T, m *Memtable) {
 		}
 	}
 	if ok1 || ok2 {
-		t.Fatal("backward iteration lengths differ")
+		t.Fatalf("backward: one memtable has more entries (%v, %v)", ok1, ok2)
 	}
-	for i := 0; i < next; i++ {
-		k := fmt.Appendf(nil, "key%07d", i)
+	for _, k := range keys {
 		v1, f1, d1 := m.Get(k, seq)
 		v2, f2, d2 := want.Get(k, seq)
 		if f1 != f2 || d1 != d2 || !bytes.Equal(v1, v2) {

@@ -68,33 +68,6 @@ func FuzzApply(f *testing.F) {
 			t.Fatalf("Len %d, Deletions %d; want %d and %d, with %d range deletions",
 				m.Len(), m.Deletions(), want.Len()+rdels, want.Deletions()+rdels, rdels)
 		}
-		got, exp := m.NewIter(), want.NewIter()
-		defer got.Close()
-		defer exp.Close()
-		ok1, ok2 := got.First(), exp.First()
-		for ; ok1 && ok2; ok1, ok2 = got.Next(), exp.Next() {
-			if !bytes.Equal(got.Key(), exp.Key()) || !bytes.Equal(got.Value(), exp.Value()) {
-				t.Fatalf("entry %q=%q, want %q=%q", got.Key(), got.Value(), exp.Key(), exp.Value())
-			}
-		}
-		if ok1 || ok2 {
-			t.Fatalf("forward: one memtable has more entries (%v, %v)", ok1, ok2)
-		}
-		ok1, ok2 = got.Last(), exp.Last()
-		for ; ok1 && ok2; ok1, ok2 = got.Prev(), exp.Prev() {
-			if !bytes.Equal(got.Key(), exp.Key()) {
-				t.Fatalf("backward: %q, want %q", got.Key(), exp.Key())
-			}
-		}
-		if ok1 || ok2 {
-			t.Fatalf("backward: one memtable has more entries (%v, %v)", ok1, ok2)
-		}
-		for _, k := range keys {
-			v1, f1, d1 := m.Get(k, ikey.MaxSeq)
-			v2, f2, d2 := want.Get(k, ikey.MaxSeq)
-			if f1 != f2 || d1 != d2 || !bytes.Equal(v1, v2) {
-				t.Fatalf("Get(%q) = %q, %v, %v; want %q, %v, %v", k, v1, f1, d1, v2, f2, d2)
-			}
-		}
+		sameMemtable(t, m, want, keys, ikey.MaxSeq)
 	})
 }
