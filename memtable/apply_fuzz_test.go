@@ -35,7 +35,7 @@ func FuzzApply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, repr []byte, held uint8) {
 		defer func(old int) { sortApplyMin = old }(sortApplyMin)
 		sortApplyMin = 4
-		m, want := New(), New()
+		m, want := NewSized(nil, 1<<20), New()
 		defer m.Unref()
 		defer want.Unref()
 		for i := range int(held % 16) {
@@ -68,6 +68,7 @@ func FuzzApply(f *testing.F) {
 			t.Fatalf("Len %d, Deletions %d; want %d and %d, with %d range deletions",
 				m.Len(), m.Deletions(), want.Len()+rdels, want.Deletions()+rdels, rdels)
 		}
+		keys = append(keys, key(999), []byte("absent")) // Gets through m's filter
 		sameMemtable(t, m, want, keys, ikey.MaxSeq)
 	})
 }

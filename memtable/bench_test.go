@@ -82,9 +82,10 @@ func BenchmarkAdd(b *testing.B) {
 	}{{"sequential", true}, {"random", false}} {
 		keys := benchKeys(benchEntries, order.seq)
 		for _, chunk := range []struct {
-			name string
-			size int
-		}{{"arena", arenaChunkSize}, {"noarena", 0}} {
+			name   string
+			size   int
+			buffer int64 // NewSized's
+		}{{"arena", arenaChunkSize, 0}, {"noarena", 0, 0}, {"filter", arenaChunkSize, 8 << 20}} {
 			b.Run(order.name+"/"+chunk.name, func(b *testing.B) {
 				b.ReportAllocs()
 				b.SetBytes(benchKeyLen + benchValueLen)
@@ -93,7 +94,7 @@ func BenchmarkAdd(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					j := i % benchEntries
 					if j == 0 {
-						m = New()
+						m = NewSized(nil, chunk.buffer)
 						m.arena.chunkSize = chunk.size
 					}
 					m.Add(uint64(i+1), ikey.KindSet, keys[j], benchValue)

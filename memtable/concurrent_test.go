@@ -21,19 +21,28 @@ import (
 // for every key (a batch is atomic), and an iterator created after that
 // publication must see every entry at or below it exactly once, in order,
 // in both directions. Batches of 8 entries go in under one hold of the
-// index's lock; batches of 668 in three chunks (applyChunk).
+// index's lock; batches of 668 in three chunks (applyChunk). With a
+// filter (NewSized), whose smallest size fills up during the run, Gets go
+// through it: it must never hide a key.
 func TestConcurrentWriterReadersIterators(t *testing.T) {
 	for _, keysPerBatch := range []int{8, 3*applyChunk - 100} {
-		t.Run(fmt.Sprint(keysPerBatch), func(t *testing.T) { testConcurrentWriterReadersIterators(t, keysPerBatch) })
+		for _, filter := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d/filter=%v", keysPerBatch, filter), func(t *testing.T) {
+				m := New()
+				if filter {
+					m = NewSized(nil, 1)
+				}
+				testConcurrentWriterReadersIterators(t, m, keysPerBatch)
+			})
+		}
 	}
 }
 
-func testConcurrentWriterReadersIterators(t *testing.T, keysPerBatch int) {
+func testConcurrentWriterReadersIterators(t *testing.T, m *Memtable, keysPerBatch int) {
 	batches := 3000
 	// The writer also stops at the deadline, so a loaded machine (or -race)
 	// runs fewer batches rather than longer.
 	deadline := time.Now().Add(time.Second)
-	m := New()
 	var visible atomic.Uint64 // last sequence number applied
 	done := make(chan struct{})
 	var wg sync.WaitGroup
