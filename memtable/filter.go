@@ -32,8 +32,11 @@ type keyFilter struct {
 	words []atomic.Uint64 // a power of two of them
 	mask  uint64          // len(words)-1
 	limit int64           // entries past which it stops answering
-	added int64           // the entries added; only the writer uses it
 	full  atomic.Bool
+	// added counts the entries added. Only the writer uses it; it sits
+	// on a cache line of its own, away from what every Get reads.
+	_     [64]byte
+	added int64
 }
 
 const (

@@ -74,7 +74,7 @@
 //     readers back from: 390 ns at 60,000 entries (BenchmarkGetAbsent). A
 //     memtable made by NewSized keeps a Bloom filter of its user keys
 //     (filter.go), which answers such a Get in 8 ns, and costs an Add
-//     one hash and one atomic OR.
+//     one hash and one atomic store.
 package memtable
 
 import (
