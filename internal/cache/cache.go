@@ -276,11 +276,13 @@ func (c *Cache) Close() {
 	}
 	for i := range c.shards {
 		s := &c.shards[i]
+		var dropped []*Value
 		s.mu.Lock()
 		for _, e := range s.entries {
-			s.removeLocked(e)
+			dropped = append(dropped, s.removeLocked(e))
 		}
 		s.mu.Unlock()
+		releaseAll(dropped)
 	}
 	c.alloc.Close()
 }
@@ -316,6 +318,9 @@ type shard struct {
 	count    int
 	entries  map[blockKey]*entry
 	lru      entry
+	// The shards sit side by side: padding keeps one's lock and list off
+	// the cache lines of the next.
+	_ [64]byte
 }
 
 func (s *shard) get(fileNum, offset uint64) *Value {
@@ -341,11 +346,22 @@ func (s *shard) get(fileNum, offset uint64) *Value {
 // reports whether v stayed.
 func (s *shard) set(fileNum, offset uint64, v *Value) bool {
 	e := &entry{fileNum: fileNum, offset: offset, value: v}
+	var buf [4]*Value
+	dropped := buf[:0]
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := blockKey{fileNum, offset}
+	kept := s.setLocked(e, &dropped)
+	s.mu.Unlock()
+	releaseAll(dropped)
+	return kept
+}
+
+// setLocked is set's work under the shard's lock; it adds the Values it
+// evicts to dropped, for set to release once it has let the lock go.
+func (s *shard) setLocked(e *entry, dropped *[]*Value) bool {
+	v := e.value
+	k := blockKey{e.fileNum, e.offset}
 	if old := s.entries[k]; old != nil {
-		s.removeLocked(old)
+		*dropped = append(*dropped, s.removeLocked(old))
 	}
 	if e.charge() > s.capacity {
 		return false
@@ -380,23 +396,30 @@ func (s *shard) set(fileNum, offset uint64, v *Value) bool {
 		if last == e {
 			kept = false
 		}
-		s.removeLocked(last)
+		*dropped = append(*dropped, s.removeLocked(last))
 	}
 	return kept
 }
 
 func (s *shard) evictFile(fileNum uint64) {
+	var dropped []*Value
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for k, e := range s.entries {
 		if k.fileNum == fileNum {
-			s.removeLocked(e)
+			dropped = append(dropped, s.removeLocked(e))
 		}
 	}
+	s.mu.Unlock()
+	releaseAll(dropped)
 }
 
-// removeLocked drops e from the list and the index.
-func (s *shard) removeLocked(e *entry) {
+// removeLocked drops e from the list and the index, and returns its
+// Value, whose reference the cache held: the caller releases it once it
+// has let the shard's lock go. The last reference frees the block's
+// memory under the allocator's lock, which every miss takes too: a shard
+// that waited for it while locked held up every reader of its blocks
+// (eight goroutines' random Gets spent most of their blocked time there).
+func (s *shard) removeLocked(e *entry) *Value {
 	e.value.resident.Store(false)
 	s.unlink(e)
 	s.size -= e.charge()
@@ -405,7 +428,14 @@ func (s *shard) removeLocked(e *entry) {
 	}
 	s.count--
 	delete(s.entries, blockKey{e.fileNum, e.offset})
-	e.value.Release()
+	return e.value
+}
+
+// releaseAll gives back the cache's references to evicted Values.
+func releaseAll(vs []*Value) {
+	for _, v := range vs {
+		v.Release()
+	}
 }
 
 func (s *shard) unlink(e *entry) {
