@@ -12,11 +12,12 @@ import (
 // its search.
 //
 // It is blocked by register: each key sets filterProbes bits of one 64-bit
-// word, chosen by its hash, so that an insert is one atomic OR and a
-// lookup one load. Writers set a key's bits before the entry goes into the
-// index, and long before a reader may see its sequence number, so a
-// reader that finds the bits clear may skip the memtable: the filter has
-// no false negatives. The bits are never cleared.
+// word, chosen by its hash, so that an insert is one load and, if it adds
+// bits, one store, and a lookup one load. Writers set a key's bits before
+// the entry goes into the index, and long before a reader may see its
+// sequence number, so a reader that finds the bits clear may skip the
+// memtable: the filter has no false negatives. The bits are never
+// cleared.
 //
 // It is sized when the memtable is made, from the write buffer the engine
 // fills it to (see NewSized). Past filterFullAt entries a word, where its
@@ -25,9 +26,10 @@ import (
 // more entries than its write buffer holds (one large batch, or keys and
 // values much smaller than the engine expected).
 //
-// Measured (memtable benchmarks, 60,000 entries of 16-byte keys): a Get of
-// an absent key took 384 ns through the index and 26 ns through the filter
-// (BenchmarkGetAbsent).
+// Measured (BenchmarkGetAbsent, 60,000 entries of 16-byte keys, the keys
+// looked up hot in the processor's caches): a Get of an absent key took
+// 393 ns through the index and 8 ns through the filter. TestKeyFilter
+// measures 0.5% false positives at 4 keys a word.
 type keyFilter struct {
 	words []atomic.Uint64 // a power of two of them
 	mask  uint64          // len(words)-1
