@@ -28,7 +28,10 @@ func FuzzApply(f *testing.F) {
 		}
 	}
 	withRange := batchrepr.AppendRangeDelete(bytes.Clone(mixed), key(3), key(9))
-	for _, seed := range [][]byte{inOrder, random, mixed, withRange, nil, inOrder[:len(inOrder)/2]} {
+	openEnd := batchrepr.AppendPut(batchrepr.AppendPut(nil, key(1), []byte("a")), key(2), []byte("b"))
+	openEnd = batchrepr.AppendRangeDelete(openEnd, key(1), nil) // the engine gives every one an end
+	truncated := mixed[:len(mixed)-3]
+	for _, seed := range [][]byte{inOrder, random, mixed, withRange, nil, inOrder[:len(inOrder)/2], openEnd, truncated} {
 		f.Add(seed, uint8(0))
 		f.Add(seed, uint8(5))
 	}
@@ -47,6 +50,13 @@ func FuzzApply(f *testing.F) {
 			if m.Len() != want.Len() || m.ApproximateSize() != want.ApproximateSize() {
 				t.Fatalf("a failed Apply (%v) changed the memtable: %d entries, want %d", err, m.Len(), want.Len())
 			}
+			// Nor may it leave anything for the next Apply to insert.
+			next := batchrepr.AppendPut(nil, key(500), []byte("after"))
+			if err := m.Apply(next, seq+1000); err != nil {
+				t.Fatal(err)
+			}
+			want.Add(seq+1000, ikey.KindSet, key(500), []byte("after"))
+			sameMemtable(t, m, want, [][]byte{key(500), key(999)}, ikey.MaxSeq)
 			return
 		}
 		r := batchrepr.NewReader(repr)

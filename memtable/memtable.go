@@ -339,26 +339,30 @@ func (m *Memtable) insertLocked(e entry, d *delta) {
 
 // Apply inserts every entry of the batch repr (see package batchrepr),
 // giving entry i the sequence number seq+i; the sequence number in repr's
-// header is ignored. It first decodes the whole batch: if repr is corrupt
-// (the error matches batchrepr.ErrCorrupt) or its sequence numbers would
-// pass ikey.MaxSeq, nothing is applied. A batch of sortApplyMin entries or
+// header is ignored. It decodes the whole batch before it inserts any of
+// it: if repr is corrupt (the error matches batchrepr.ErrCorrupt), holds a
+// range deletion with no end, or its sequence numbers would pass
+// ikey.MaxSeq, nothing is applied (the arena space of the entries decoded
+// before the damage stays spent). A batch of sortApplyMin entries or
 // more is sorted first; one whose entries then ascend from above the
 // largest entry held is appended a leaf at a time (index.appendAbove). A
 // large batch goes in a chunk at a time (applyChunk), so a Get or an
 // iterator may see part of it: readers must read at a sequence number
 // below seq until Apply has returned.
 func (m *Memtable) Apply(repr []byte, seq uint64) error {
-	count, err := batchrepr.Validate(repr)
-	if err != nil {
+	r := batchrepr.NewReader(repr)
+	if err := r.Err(); err != nil {
 		return err
 	}
+	count := r.Count() // the header's: the entries have not been checked yet
 	if count > 0 && seq > ikey.MaxSeq-uint64(count-1) {
 		return errors.Newf("memtable: sequence numbers %d+%d pass the maximum", seq, count)
 	}
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
-	m.scratch = slices.Grow(m.scratch, int(count))
-	r := batchrepr.NewReader(repr)
+	// An entry takes at least two bytes (a tag and an empty key's length),
+	// which bounds what a damaged header can make Apply allocate.
+	m.scratch = slices.Grow(m.scratch, min(int(count), len(repr)/2))
 	var tombs []rangedel.Tombstone
 	for s := seq; ; s++ {
 		kind, k, v, ok := r.Next()
@@ -367,12 +371,17 @@ func (m *Memtable) Apply(repr []byte, seq uint64) error {
 		}
 		if kind == ikey.KindRangeDelete {
 			if len(v) == 0 {
+				m.dropScratch()
 				return errors.Newf("memtable: range deletion at sequence number %d has no end", s)
 			}
 			tombs = append(tombs, rangedel.Tombstone{Start: bytes.Clone(k), End: bytes.Clone(v), Seq: s})
 			continue
 		}
 		m.scratch = append(m.scratch, m.makeEntry(s, kind, k, v))
+	}
+	if err := r.Err(); err != nil {
+		m.dropScratch()
+		return err
 	}
 	if len(m.scratch) >= sortApplyMin {
 		slices.SortFunc(m.scratch, compareEntries)
@@ -409,12 +418,18 @@ func (m *Memtable) Apply(repr []byte, seq uint64) error {
 	}
 	m.mu.Unlock()
 	d.apply(m)
+	m.dropScratch()
+	return nil
+}
+
+// dropScratch empties the scratch entries of the batch Apply decoded, so
+// that none of them reaches the next batch (a failed Apply's included).
+func (m *Memtable) dropScratch() {
 	clear(m.scratch)
 	m.scratch = m.scratch[:0]
 	if cap(m.scratch) > maxKeptScratch {
 		m.scratch = nil // a rare huge batch's array goes with it
 	}
-	return nil
 }
 
 // insertChunkLocked adds ents to the index and accounts for them in d: one
