@@ -270,6 +270,23 @@ func FuzzDecode(f *testing.F) {
 		if (err == nil) != (verr == nil) {
 			t.Fatalf("Reader error %v, Validate error %v", err, verr)
 		}
+		// ValidateCommitted: Validate's answer, and an error as well for
+		// a range deletion with no end.
+		cn, cerr := ValidateCommitted(repr)
+		openEnd := false
+		for _, e := range es {
+			openEnd = openEnd || e.kind == ikey.KindRangeDelete && len(e.value) == 0
+		}
+		switch {
+		case err != nil && (cerr == nil || cerr.Error() != verr.Error()):
+			t.Fatalf("ValidateCommitted error %v, Validate's %v", cerr, verr)
+		case err == nil && openEnd != (cerr != nil):
+			t.Fatalf("ValidateCommitted error %v on a batch with an open-ended range deletion: %v", cerr, openEnd)
+		case cerr == nil && cn != n:
+			t.Fatalf("ValidateCommitted count %d, Validate's %d", cn, n)
+		case cerr != nil && !errors.Is(cerr, ErrCorrupt):
+			t.Fatalf("ValidateCommitted error %v does not match ErrCorrupt", cerr)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v does not match ErrCorrupt", err)

@@ -151,20 +151,23 @@ func Validate(repr []byte) (count uint32, err error) {
 // WAL record): a range deletion there always has an end (the commit gives
 // one to a Batch's open-ended deletion), so one without is damage too.
 func ValidateCommitted(repr []byte) (count uint32, err error) {
-	count, err = Validate(repr)
-	if err != nil {
-		return 0, err
-	}
 	r := Reader{repr: repr}
 	r.init()
+	var openEnd error // the first range deletion with no end
 	for {
 		kind, _, v, ok := r.Next()
 		if !ok {
 			break
 		}
-		if kind == ikey.KindRangeDelete && len(v) == 0 {
-			return 0, corrupt(fmt.Sprintf("range deletion in entry %d has no end", r.n-1), r.off)
+		if kind == ikey.KindRangeDelete && len(v) == 0 && openEnd == nil {
+			openEnd = corrupt(fmt.Sprintf("range deletion in entry %d has no end", r.n-1), r.off)
 		}
 	}
-	return count, nil
+	switch {
+	case r.err != nil: // damage to the encoding comes first, as Validate finds it
+		return 0, r.err
+	case openEnd != nil:
+		return 0, openEnd
+	}
+	return r.count, nil
 }
