@@ -15,7 +15,10 @@
 // releases it.
 //
 // A Cache is safe for concurrent use. Concurrent Gets of one table that is
-// not open share a single open.
+// not open share a single open. A Get of a table that is open takes no
+// lock: it finds the table in a sync.Map and takes a reference with a
+// compare-and-swap, and the LRU gives such a table a second chance in
+// place of moving it to the front (see acquire).
 package tablecache
 
 import (
@@ -23,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/internal/cache"
@@ -45,6 +49,11 @@ type Cache struct {
 	blockCache *cache.Cache
 	maxOpen    int
 
+	// opened holds the tables of mu.tables that are open, by file number,
+	// for Acquire's lock-free path. A table leaves it, under mu, before
+	// it leaves mu.tables.
+	opened sync.Map
+
 	mu struct {
 		sync.Mutex
 		tables map[uint64]*table
@@ -55,12 +64,15 @@ type Cache struct {
 
 // table is one table file, open or being opened. refs counts the cache's
 // own hold (while the table is in tables) plus one per user; the file is
-// closed when refs drops to zero. Fields other than reader, file and err
-// are guarded by Cache.mu; those three are written once before ready is
-// closed and read only after.
+// closed when refs drops to zero, and a table at zero is never referenced
+// again (tryRef). used marks a table referenced through Cache.opened since
+// the LRU last passed it. Fields other than refs, used, reader, file and
+// err are guarded by Cache.mu; reader, file and err are written once
+// before ready is closed and read only after.
 type table struct {
 	fileNum    uint64
-	refs       int
+	refs       atomic.Int32
+	used       atomic.Bool
 	deleted    bool // Evict was called: drop its blocks when it closes
 	prev, next *table
 
@@ -111,6 +123,14 @@ func (r Ref) Release() { r.c.unref(r.t) }
 // no allocation, where Get's function costs two (a point read in every
 // table it looks in).
 func (c *Cache) Acquire(fileNum uint64, size int64) (*sstable.Reader, Ref, error) {
+	if v, ok := c.opened.Load(fileNum); ok {
+		if t := v.(*table); t.tryRef() {
+			if !t.used.Load() {
+				t.used.Store(true)
+			}
+			return t.reader, Ref{c, t}, nil
+		}
+	}
 	t, loader, err := c.acquire(fileNum)
 	if err != nil {
 		return nil, Ref{}, err
@@ -118,6 +138,13 @@ func (c *Cache) Acquire(fileNum uint64, size int64) (*sstable.Reader, Ref, error
 	if loader {
 		t.reader, t.file, t.err = c.open(fileNum, size)
 		close(t.ready)
+		if t.err == nil {
+			c.mu.Lock()
+			if c.mu.tables[fileNum] == t {
+				c.opened.Store(fileNum, t)
+			}
+			c.mu.Unlock()
+		}
 	} else {
 		<-t.ready
 	}
@@ -147,15 +174,24 @@ func (c *Cache) acquire(fileNum uint64) (t *table, loader bool, err error) {
 	if t != nil {
 		c.unlink(t)
 	} else {
-		t = &table{fileNum: fileNum, refs: 1, ready: make(chan struct{})}
+		t = &table{fileNum: fileNum, ready: make(chan struct{})}
+		t.refs.Store(1)
 		c.mu.tables[fileNum] = t
 		loader = true
 	}
 	c.pushFront(t)
-	t.refs++
+	t.refs.Add(1)
 	var inUse []*table
-	for len(c.mu.tables) > c.maxOpen {
+	for passes := 0; len(c.mu.tables) > c.maxOpen; {
 		v := c.mu.lru.prev
+		if passes < len(c.mu.tables) && v.used.Swap(false) {
+			// Used through opened since the LRU last passed it: a
+			// second chance, as a move to the front would have been.
+			c.unlink(v)
+			c.pushFront(v)
+			passes++
+			continue
+		}
 		if c.dropLocked(v) != nil {
 			evicted = append(evicted, v)
 		} else {
@@ -279,20 +315,31 @@ func (c *Cache) Close() error {
 
 // unref drops one reference to t, closing it if that was the last.
 func (c *Cache) unref(t *table) {
-	c.mu.Lock()
-	toClose := c.unrefLocked(t)
-	c.mu.Unlock()
-	c.closeTable(toClose)
+	c.closeTable(c.unrefLocked(t))
 }
 
 // unrefLocked drops one reference to t and returns t if it must now be
-// closed (by closeTable, outside the lock), else nil.
+// closed (by closeTable, outside the lock), else nil. The count is atomic:
+// callers need not hold mu.
 func (c *Cache) unrefLocked(t *table) *table {
-	t.refs--
-	if t.refs > 0 {
+	if t.refs.Add(-1) > 0 {
 		return nil
 	}
 	return t
+}
+
+// tryRef takes a reference to t unless its count has reached zero (it is
+// closed, or being closed), and reports whether it did.
+func (t *table) tryRef() bool {
+	for {
+		n := t.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if t.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 // closeTable closes the file of a table nobody references. t may be nil.
@@ -314,6 +361,7 @@ func (c *Cache) closeTable(t *table) error {
 // dropLocked takes t out of the map and the LRU list and drops the
 // cache's reference; it returns t if t must now be closed, else nil.
 func (c *Cache) dropLocked(t *table) *table {
+	c.opened.CompareAndDelete(t.fileNum, t)
 	delete(c.mu.tables, t.fileNum)
 	c.unlink(t)
 	return c.unrefLocked(t)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/shale-db/shale/internal/cache"
 	"github.com/shale-db/shale/internal/filename"
@@ -332,6 +333,64 @@ func TestConcurrent(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fs.open.Load() != 0 {
+		t.Fatalf("%d files open after Close", fs.open.Load())
+	}
+}
+
+// TestOpenTableWithoutLock checks Acquire's lock-free way: a Get of an
+// open table takes no lock (it is served while another goroutine holds
+// mu), and the LRU gives a table used that way a second chance where a
+// move to the front used to keep it.
+func TestOpenTableWithoutLock(t *testing.T) {
+	fs, sizes := setup(t, 3)
+	c := New(fs, dir, nil, 2)
+	get := func(num uint64) {
+		t.Helper()
+		r, rel, err := c.Get(num, sizes[num])
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGet(t, r, num, 7)
+		rel()
+	}
+	get(1)
+	get(2) // the LRU: 2, then 1
+	c.mu.Lock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		get(1) // open: served without mu, and marked used
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		c.mu.Unlock()
+		<-done
+		t.Fatal("a Get of an open table waited for the cache's lock")
+	}
+	c.mu.Unlock()
+	get(3) // over the bound: 1 had its second chance, 2 goes
+	if _, ok := c.opened.Load(uint64(2)); ok {
+		t.Fatal("table 2 is still open: the LRU passed over it")
+	}
+	if _, ok := c.opened.Load(uint64(1)); !ok {
+		t.Fatal("table 1, used since the LRU last passed it, was evicted")
+	}
+	if fs.opens.Load() != 3 || fs.open.Load() != 2 {
+		t.Fatalf("opens %d, open %d; want 3 and 2", fs.opens.Load(), fs.open.Load())
+	}
+	c.Evict(1)
+	if _, ok := c.opened.Load(uint64(1)); ok {
+		t.Fatal("an evicted table is still found without the lock")
+	}
+	get(1) // opened again
+	if fs.opens.Load() != 4 {
+		t.Fatalf("opens %d, want 4", fs.opens.Load())
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
