@@ -72,11 +72,15 @@ func (db *DB) NewTransaction() *Transaction {
 		db:     db,
 		snap:   snap,
 		start:  snap.seq,
-		writes: btree.NewG(16, txnWriteLess),
-		reads:  make(map[string]struct{}),
-		iters:  make(map[*txnIter]struct{}),
+		writes: btree.NewWithFreeListG(16, txnWriteLess, txnNodes),
 	}
 }
+
+// txnNodes is the free list of every transaction's write set: Discard
+// gives a transaction's B-tree nodes back, and the next transaction takes
+// them, where each used to allocate a free list and its nodes. (The
+// read set and the iterator set are made at their first use.)
+var txnNodes = btree.NewFreeListG[txnWrite](btree.DefaultFreeListSize)
 
 // Get returns a copy of the value of key as the transaction sees it: its
 // own latest write of key, or else the database as of its beginning. It
@@ -91,6 +95,9 @@ func (t *Transaction) Get(key []byte) ([]byte, error) {
 			return nil, ErrNotFound
 		}
 		return bytes.Clone(w.value), nil
+	}
+	if t.reads == nil {
+		t.reads = make(map[string]struct{})
 	}
 	t.reads[string(key)] = struct{}{}
 	return t.snap.Get(key)
@@ -163,6 +170,9 @@ func (t *Transaction) NewIterator(o *IterOptions) *Iterator {
 	lower, upper := it.it.Bounds()
 	ti := newTxnIter(t, it.it, lower, upper)
 	it.tx = ti
+	if t.iters == nil {
+		t.iters = make(map[*txnIter]struct{})
+	}
 	t.iters[ti] = struct{}{}
 	return it
 }
@@ -227,6 +237,7 @@ func (t *Transaction) Discard() {
 	}
 	t.snap.Close()
 	t.db.txns.end(t.start)
+	t.writes.Clear(true) // its nodes go back to txnNodes
 	t.writes, t.reads, t.spans = nil, nil, nil
 }
 
