@@ -133,38 +133,29 @@ func uvarint32(b []byte) (v uint32, n int) {
 
 // Validate decodes all of repr and returns its entry count, or the first
 // corruption (matching ErrCorrupt). It allocates nothing unless it fails.
-func Validate(repr []byte) (count uint32, err error) {
-	r := Reader{repr: repr}
-	r.init()
-	for {
-		if _, _, _, ok := r.Next(); !ok {
-			break
-		}
-	}
-	if r.err != nil {
-		return 0, r.err
-	}
-	return r.count, nil
-}
+func Validate(repr []byte) (count uint32, err error) { return validate(repr, false) }
 
 // ValidateCommitted is Validate for a batch that went through a commit (a
 // WAL record): a range deletion there always has an end (the commit gives
 // one to a Batch's open-ended deletion), so one without is damage too.
-func ValidateCommitted(repr []byte) (count uint32, err error) {
+func ValidateCommitted(repr []byte) (count uint32, err error) { return validate(repr, true) }
+
+// validate is Validate, and with committed ValidateCommitted, in one pass.
+func validate(repr []byte, committed bool) (count uint32, err error) {
 	r := Reader{repr: repr}
 	r.init()
-	var openEnd error // the first range deletion with no end
+	var openEnd error // the first range deletion with no end, if committed
 	for {
 		kind, _, v, ok := r.Next()
 		if !ok {
 			break
 		}
-		if kind == ikey.KindRangeDelete && len(v) == 0 && openEnd == nil {
+		if committed && kind == ikey.KindRangeDelete && len(v) == 0 && openEnd == nil {
 			openEnd = corrupt(fmt.Sprintf("range deletion in entry %d has no end", r.n-1), r.off)
 		}
 	}
 	switch {
-	case r.err != nil: // damage to the encoding comes first, as Validate finds it
+	case r.err != nil: // damage to the encoding comes first
 		return 0, r.err
 	case openEnd != nil:
 		return 0, openEnd

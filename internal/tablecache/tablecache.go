@@ -154,7 +154,7 @@ func (c *Cache) Acquire(fileNum uint64, size int64) (*sstable.Reader, Ref, error
 		if c.mu.tables[fileNum] == t {
 			c.dropLocked(t)
 		}
-		c.unrefLocked(t) // nothing was opened: nothing to close
+		c.deref(t) // nothing was opened: nothing to close
 		c.mu.Unlock()
 		return nil, Ref{}, t.err
 	}
@@ -315,13 +315,13 @@ func (c *Cache) Close() error {
 
 // unref drops one reference to t, closing it if that was the last.
 func (c *Cache) unref(t *table) {
-	c.closeTable(c.unrefLocked(t))
+	c.closeTable(c.deref(t))
 }
 
-// unrefLocked drops one reference to t and returns t if it must now be
+// deref drops one reference to t and returns t if it must now be
 // closed (by closeTable, outside the lock), else nil. The count is atomic:
 // callers need not hold mu.
-func (c *Cache) unrefLocked(t *table) *table {
+func (c *Cache) deref(t *table) *table {
 	if t.refs.Add(-1) > 0 {
 		return nil
 	}
@@ -364,7 +364,7 @@ func (c *Cache) dropLocked(t *table) *table {
 	c.opened.CompareAndDelete(t.fileNum, t)
 	delete(c.mu.tables, t.fileNum)
 	c.unlink(t)
-	return c.unrefLocked(t)
+	return c.deref(t)
 }
 
 func (c *Cache) unlink(t *table) {
