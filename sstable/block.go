@@ -28,6 +28,7 @@ type blockIter struct {
 	val        []byte
 	valid      bool
 	err        error
+	touched    byte // see touchAhead
 
 	// behind lists the entries of the current restart interval before the
 	// current one, oldest first, as the last scan from a restart point
@@ -227,6 +228,56 @@ func (b *blockIter) restartKey(i int) ([]byte, bool) {
 	return k, true
 }
 
+// maxTouched bounds the bytes of entries a seek touches ahead (touchAhead).
+const maxTouched = 8 << 10
+
+// touchAhead loads one byte of every cache line of data[from:to], at most
+// maxTouched bytes of it, before a seek reads the entries there one after
+// another. A block found in the block cache is usually not in the
+// processor's caches, and each entry's offset depends on the one before it,
+// so a scan waits for memory once or twice an entry; these loads depend on
+// nothing, so the processor has them all in flight at once. A Get of a
+// cached block took 1.78 µs before and 1.35 µs after (BenchmarkGetCached
+// and the README). The bytes loaded are kept only so that the loads stay.
+func (b *blockIter) touchAhead(from, to int) {
+	to = min(to, from+maxTouched)
+	d := b.data[from:to]
+	var s byte
+	off := 0
+	for ; off+256 <= len(d); off += 256 {
+		s |= d[off] | d[off+64] | d[off+128] | d[off+192]
+	}
+	for ; off < len(d); off += 64 {
+		s |= d[off]
+	}
+	b.touched = s
+}
+
+// seekStart positions the iterator just before the restart interval that
+// holds the first entry >= target, if there is one, after touching the
+// entries a seek will read: the whole block if it is small, else that
+// interval.
+func (b *blockIter) seekStart(target []byte) bool {
+	small := b.restartsOff <= maxTouched
+	if small {
+		b.touchAhead(0, b.restartsOff)
+	}
+	i, ok := b.searchRestarts(target)
+	if !ok || !b.seekToRestart(i) {
+		return false
+	}
+	if !small {
+		end := b.restartsOff
+		if i+1 < b.numRestarts {
+			if r, ok := b.restart(i + 1); ok {
+				end = min(end, r)
+			}
+		}
+		b.touchAhead(b.next, max(end, b.next))
+	}
+	return true
+}
+
 // searchRestarts returns the last restart point whose key is < target, or
 // 0 if there is none.
 func (b *blockIter) searchRestarts(target []byte) (int, bool) {
@@ -310,8 +361,7 @@ func (b *blockIter) SeekGE(target []byte) bool {
 	if b.err != nil || b.numRestarts == 0 {
 		return false
 	}
-	i, ok := b.searchRestarts(target)
-	if !ok || !b.seekToRestart(i) {
+	if !b.seekStart(target) {
 		return false
 	}
 	for b.parseNext() {
@@ -327,8 +377,7 @@ func (b *blockIter) SeekLT(target []byte) bool {
 	if b.err != nil || b.numRestarts == 0 {
 		return false
 	}
-	i, ok := b.searchRestarts(target)
-	if !ok || !b.seekToRestart(i) {
+	if !b.seekStart(target) {
 		return false
 	}
 	if !b.parseNext() || b.compare(b.key, target) >= 0 {
