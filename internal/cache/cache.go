@@ -18,10 +18,13 @@
 // The tables' index and filter blocks are cached here too, beside the data
 // blocks and under the same capacity: a Value with Aux set is one, and
 // Metrics counts them apart. A table keeps a pointer to its cached index
-// and filter and takes a reference with TryRef, without the shard's lock;
-// such a use marks the Value recently used, and eviction passes over a
-// marked Value once (clearing the mark) instead of dropping it, so that
-// blocks in constant use through that pointer stay cached.
+// and filter and takes a reference with TryRef, without the shard's lock.
+//
+// Eviction is a second-chance variant of LRU (CLOCK): a hit, through Get or
+// TryRef, marks the Value used and does not move it; eviction passes over a
+// marked Value once (clearing the mark and moving it to the front) instead
+// of dropping it. So blocks in constant use through a table's pointer stay
+// cached, and a hit writes to nothing but its own Value.
 package cache
 
 import (
@@ -45,8 +48,6 @@ const entryOverhead = 64
 type Cache struct {
 	shards [numShards]shard
 	alloc  manual.Allocator
-	hits   atomic.Int64
-	misses atomic.Int64
 	// kept is what Keep counted and Unkeep did not give back.
 	kept atomic.Int64
 }
@@ -57,7 +58,7 @@ type Value struct {
 	buf  []byte
 	refs atomic.Int32
 	a    *manual.Allocator // nil: buf is on the Go heap
-	// used marks a Value referenced through TryRef since eviction last
+	// used marks a Value referenced (Get or TryRef) since eviction last
 	// looked at it.
 	used atomic.Bool
 	// resident is set while the Value is cached or its user keeps it
@@ -169,13 +170,7 @@ func (c *Cache) Get(fileNum, offset uint64) *Value {
 	if c == nil {
 		return nil
 	}
-	v := c.shard(fileNum, offset).get(fileNum, offset)
-	if v != nil {
-		c.hits.Add(1)
-	} else {
-		c.misses.Add(1)
-	}
-	return v
+	return c.shard(fileNum, offset).get(fileNum, offset)
 }
 
 // Alloc returns a new Value of n bytes holding one reference, for a block
@@ -253,7 +248,7 @@ func (c *Cache) Metrics() Metrics {
 	if c == nil {
 		return Metrics{}
 	}
-	m := Metrics{Hits: c.hits.Load(), Misses: c.misses.Load(), Kept: c.kept.Load()}
+	m := Metrics{Kept: c.kept.Load()}
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
@@ -261,6 +256,8 @@ func (c *Cache) Metrics() Metrics {
 		m.Size += s.size
 		m.Meta += s.meta
 		m.Count += s.count
+		m.Hits += s.hits
+		m.Misses += s.misses
 		s.mu.Unlock()
 	}
 	m.Mapped, m.Buffers = c.alloc.Stats()
@@ -316,6 +313,8 @@ type shard struct {
 	size     int64
 	meta     int64 // the part of size charged for Values with Aux
 	count    int
+	hits     int64
+	misses   int64
 	entries  map[blockKey]*entry
 	lru      entry
 	// The shards sit side by side: padding keeps one's lock and list off
@@ -323,21 +322,31 @@ type shard struct {
 	_ [64]byte
 }
 
+// get returns a reference to the block, or nil. A hit marks the block used
+// rather than moving it to the front of the list: eviction passes over it
+// once (see set). Moving it would write to its two neighbours, which a
+// Get otherwise never touches: two more waits for memory on every hit of
+// a cache larger than the processor's.
 func (s *shard) get(fileNum, offset uint64) *Value {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	e := s.entries[blockKey{fileNum, offset}]
 	if e == nil {
+		s.misses++
+		s.mu.Unlock()
 		return nil
 	}
-	s.unlink(e)
-	s.pushFront(e)
-	e.value.refs.Add(1)
-	return e.value
+	s.hits++
+	v := e.value
+	v.refs.Add(1)
+	if !v.used.Load() {
+		v.used.Store(true)
+	}
+	s.mu.Unlock()
+	return v
 }
 
 // set caches v, then evicts the least recently used blocks until the shard
-// holds no more than its capacity. A block marked used (TryRef) since it
+// holds no more than its capacity. A block marked used (a hit) since it
 // was last looked at is passed over once: its mark is cleared and it moves
 // to the front; so is v itself, the newest. Past twice the shard's count
 // of such passes (readers marking blocks as fast as they are passed over)
