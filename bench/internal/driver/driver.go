@@ -46,6 +46,9 @@ type Config struct {
 	// Reads, if positive, is how many lookups readrandom and seekrandom
 	// make, over the key space of N.
 	Reads int
+	// CacheBytes, if positive, sizes every store's block cache (see
+	// worker.Spec).
+	CacheBytes int64
 }
 
 type driver struct{ cfg Config }
@@ -106,7 +109,7 @@ func (d *driver) job(ctx context.Context, w worker.Workload, store string, pass 
 		return Sample{}, err
 	}
 	defer os.RemoveAll(dir)
-	spec := worker.Spec{Store: store, Workload: w.Name, Dir: dir, N: d.cfg.N, Seed: d.cfg.Seed, Reads: d.cfg.Reads}
+	spec := worker.Spec{Store: store, Workload: w.Name, Dir: dir, N: d.cfg.N, Seed: d.cfg.Seed, Reads: d.cfg.Reads, CacheBytes: d.cfg.CacheBytes}
 	if d.cfg.CPUProfiles != "" {
 		spec.CPUProfile = filepath.Join(d.cfg.CPUProfiles, fmt.Sprintf("%s-%s-%d.pprof", w.Name, store, pass+1))
 	}

@@ -90,6 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, md bool, jsonPath 
 	fs.BoolVar(&cfg.Cold, "cold", false, "run each read workload's timed process after dropping the page cache, in a memory cgroup of -mem (root only)")
 	mem := fs.Int64("mem", 512, "with -cold, the timed process's memory cgroup limit, in MiB")
 	fs.IntVar(&cfg.Reads, "reads", 0, "lookups of readrandom, seekrandom and readwhilewriting (0: -n), over the key space of -n")
+	cache := fs.Int64("cache", 0, "every store's block cache, in MiB (bbolt has none; readrandom4x sets its own); 0 leaves each store's default")
 	fs.StringVar(&cfg.CPUProfiles, "cpuprofile", "", "write a CPU profile of each timed process into this directory (workload-store-pass.pprof)")
 	if err = fs.Parse(args); err != nil {
 		return cfg, md, jsonPath, err
@@ -97,10 +98,11 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, md bool, jsonPath 
 	if fs.NArg() > 0 {
 		return cfg, md, jsonPath, errors.Newf("unexpected arguments %q", fs.Args())
 	}
-	if *mem <= 0 || cfg.Reads < 0 {
-		return cfg, md, jsonPath, errors.Newf("-mem must be positive and -reads not negative")
+	if *mem <= 0 || cfg.Reads < 0 || *cache < 0 {
+		return cfg, md, jsonPath, errors.Newf("-mem must be positive, -reads and -cache not negative")
 	}
 	cfg.MemLimit = *mem << 20
+	cfg.CacheBytes = *cache << 20
 	all := make([]string, len(worker.Workloads))
 	for i, w := range worker.Workloads {
 		all[i] = w.Name

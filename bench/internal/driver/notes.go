@@ -19,8 +19,9 @@ var Notes = []string{
 	"Badger has no per-write sync: fillsync and fillsync8 open it with SyncWrites. Its logger is off. " +
 		"It writes its logs and tables through mmap, which wchar does not count, so its WA understates; " +
 		"compare its WA dev.",
-	"Every store otherwise runs with its defaults, except readrandom4x, which sets every block cache " +
-		"to a quarter of the fill's user bytes (n x 116 / 4); bbolt has no block cache.",
+	"Every store otherwise runs with its defaults (block caches: shale, goleveldb and Pebble 8 MiB, " +
+		"Badger 256 MiB), unless -cache sizes every block cache (the heading says), and except readrandom4x, " +
+		"which sets every block cache to a quarter of the fill's user bytes (n x 116 / 4); bbolt has no block cache.",
 	"Each store and workload runs in fresh processes and a fresh directory: an untimed fill " +
 		"(fillrandom; for recovery n/2 puts ended by SIGKILL) in one process, then the timed workload " +
 		"in another. Stores alternate within each pass. readrandom-reopen fills, closes and opens " +

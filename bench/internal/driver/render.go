@@ -143,7 +143,16 @@ func (r *Report) heading() []string {
 			r.N, r.Passes, r.Seed, r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Took.Round(time.Second)),
 		"machine: " + r.Machine.String(),
 		"stores: " + storeVersions(),
+		r.cacheLine(),
 	}
+}
+
+// cacheLine says how the block caches were sized.
+func (r *Report) cacheLine() string {
+	if r.CacheMiB > 0 {
+		return fmt.Sprintf("block caches: %d MiB for every store (-cache), but readrandom4x's; bbolt has none", r.CacheMiB)
+	}
+	return "block caches: each store's default (see the notes)"
 }
 
 // storeVersions names the version of each store compiled in.

@@ -17,6 +17,7 @@ type Report struct {
 	N         int                         `json:"n"`
 	Passes    int                         `json:"passes"`
 	Seed      uint64                      `json:"seed"`
+	CacheMiB  int64                       `json:"cache_mib,omitempty"` // -cache; 0: defaults
 	Workloads []string                    `json:"workloads"`
 	Stores    []string                    `json:"stores"`
 	Machine   Machine                     `json:"machine"`
@@ -49,7 +50,7 @@ type Median struct {
 }
 
 func newReport(cfg Config) *Report {
-	r := &Report{N: cfg.N, Passes: cfg.Passes, Seed: cfg.Seed, Workloads: cfg.Workloads,
+	r := &Report{N: cfg.N, Passes: cfg.Passes, Seed: cfg.Seed, CacheMiB: cfg.CacheBytes >> 20, Workloads: cfg.Workloads,
 		Stores: cfg.Stores, Machine: describeMachine(), Cells: map[string]map[string]*Cell{},
 		Started: time.Now()}
 	for _, w := range cfg.Workloads {

@@ -92,18 +92,35 @@ type Spec struct {
 	// Cgroup, if set, is a cgroup directory the run-phase worker moves
 	// itself into before it opens the store.
 	Cgroup string
+	// CacheBytes, if positive, sizes every store's block cache (bbolt has
+	// none), except where the workload sets it (readrandom4x).
+	CacheBytes int64
 }
 
 // Args returns the arguments that make Main run spec.
 func Args(s Spec) []string {
 	return []string{"-store", s.Store, "-workload", s.Workload, "-phase", s.Phase,
 		"-dir", s.Dir, "-n", strconv.Itoa(s.N), "-seed", strconv.FormatUint(s.Seed, 10),
-		"-cpuprofile", s.CPUProfile, "-reads", strconv.Itoa(s.Reads), "-cgroup", s.Cgroup}
+		"-cpuprofile", s.CPUProfile, "-reads", strconv.Itoa(s.Reads), "-cgroup", s.Cgroup,
+		"-cache", strconv.FormatInt(s.CacheBytes, 10)}
 }
 
 // Main parses args (as Args makes them), runs the phase and writes its
 // output to stdout. It returns the process's exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
+	s, err := parseSpec(args, stderr)
+	if err != nil {
+		return 2
+	}
+	if err := run(s, stdout); err != nil {
+		fmt.Fprintf(stderr, "worker %s %s %s: %v\n", s.Phase, s.Workload, s.Store, err)
+		return 1
+	}
+	return 0
+}
+
+// parseSpec is Args's inverse.
+func parseSpec(args []string, stderr io.Writer) (Spec, error) {
 	var s Spec
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -116,14 +133,17 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&s.CPUProfile, "cpuprofile", "", "write a CPU profile of the run phase to this file")
 	fs.IntVar(&s.Reads, "reads", 0, "lookups of readrandom and seekrandom (0: n)")
 	fs.StringVar(&s.Cgroup, "cgroup", "", "cgroup directory to join before the timed phase")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	fs.Int64Var(&s.CacheBytes, "cache", 0, "block cache bytes of every store (0: each store's default)")
+	return s, fs.Parse(args)
+}
+
+// newEnv is the environment of s's workload w.
+func newEnv(s Spec, w Workload) *env {
+	e := &env{dir: s.Dir, store: s.Store, n: s.N, seed: s.Seed, reads: s.Reads, cfg: kv.Config{Sync: w.Sync, CacheBytes: s.CacheBytes}}
+	if w.CacheQuarter {
+		e.cfg.CacheBytes = max(int64(s.N)*gen.UserBytes/4, 1)
 	}
-	if err := run(s, stdout); err != nil {
-		fmt.Fprintf(stderr, "worker %s %s %s: %v\n", s.Phase, s.Workload, s.Store, err)
-		return 1
-	}
-	return 0
+	return e
 }
 
 func run(s Spec, stdout io.Writer) error {
@@ -134,10 +154,7 @@ func run(s Spec, stdout io.Writer) error {
 	if !kv.Known(s.Store) || s.Dir == "" || s.N <= 0 {
 		return errorf("need a known -store, a -dir and a positive -n")
 	}
-	e := &env{dir: s.Dir, store: s.Store, n: s.N, seed: s.Seed, reads: s.Reads, cfg: kv.Config{Sync: w.Sync}}
-	if w.CacheQuarter {
-		e.cfg.CacheBytes = max(int64(s.N)*gen.UserBytes/4, 1)
-	}
+	e := newEnv(s, w)
 	switch s.Phase {
 	case PhasePrepare:
 		return prepare(e, w)

@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -62,6 +63,22 @@ func TestRunPhase(t *testing.T) {
 	if r.Ops != 500 || r.Writes != 500 || r.Seconds <= 0 || r.DiskBytes <= 0 || r.Latency == nil ||
 		r.Latency.Count != 500 || r.Latency.Max < r.Latency.P50 {
 		t.Fatalf("result %+v", r)
+	}
+}
+
+// -cache reaches every store's Config through the worker's arguments,
+// except where the workload sizes the cache itself.
+func TestCacheFlag(t *testing.T) {
+	spec := Spec{Store: "shale", Workload: "readrandom", Phase: PhaseRun, Dir: "d", N: 4000, Seed: 1, CacheBytes: 3 << 20}
+	got, err := parseSpec(Args(spec), io.Discard)
+	if err != nil || got != spec {
+		t.Fatalf("parseSpec(Args(%+v)) = %+v, %v", spec, got, err)
+	}
+	for name, want := range map[string]int64{"readrandom": 3 << 20, "readrandom4x": 4000 * 116 / 4} {
+		w, _ := Lookup(name)
+		if e := newEnv(got, w); e.cfg.CacheBytes != want {
+			t.Errorf("%s: cache %d bytes, want %d", name, e.cfg.CacheBytes, want)
+		}
 	}
 }
 
