@@ -36,11 +36,16 @@ func buildBlock(entries []kv, restartInterval int) []byte {
 
 func TestBlockRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
-	for _, n := range []int{0, 1, 2, 15, 16, 17, 33, 200} {
+	// 600 entries make a block past maxTouched, whose seeks touch only the
+	// restart interval they scan (seekStart).
+	for _, n := range []int{0, 1, 2, 15, 16, 17, 33, 200, 600} {
 		for _, ri := range []int{1, 2, 16, 64} {
 			t.Run(fmt.Sprintf("n=%d/restart=%d", n, ri), func(t *testing.T) {
 				model := randomEntries(rng, n, 40)
 				b := buildBlock(model, ri)
+				if n == 600 && len(b) <= maxTouched {
+					t.Fatalf("a block of %d bytes: want one past maxTouched", len(b))
+				}
 				if got, want := binary.LittleEndian.Uint32(b[len(b)-4:]), (max(n, 1)+ri-1)/ri; int(got) != want {
 					t.Fatalf("restart count %d for %d entries every %d, want %d", got, n, ri, want)
 				}
