@@ -284,7 +284,18 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 	if err := db.checkOpen(); err != nil {
 		return nil, err
 	}
-	return db.get(key, nil)
+	return db.get(nil, key, nil)
+}
+
+// GetAppend appends the value of key to dst and returns the extended
+// slice, or dst and an error matching ErrNotFound if key has none. It is
+// Get for a caller that keeps a buffer: with room in dst it allocates
+// nothing (Get allocates the copy it returns).
+func (db *DB) GetAppend(dst, key []byte) ([]byte, error) {
+	if err := db.checkOpen(); err != nil {
+		return dst, err
+	}
+	return db.get(dst, key, nil)
 }
 
 // readOnlyError is the error of a write to a read-only DB: ErrClosed once

@@ -106,12 +106,13 @@ func (db *DB) cleanupSoon() {
 	}()
 }
 
-// get returns a copy of the newest value of key that snap sees (nil: the
-// newest visible).
-func (db *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
+// get appends to dst the newest value of key that snap sees (nil: the
+// newest visible) and returns the result; a nil dst gets a new slice of
+// the value's length, as Get promises. On an error it returns dst as it was.
+func (db *DB) get(dst, key []byte, snap *Snapshot) ([]byte, error) {
 	rs, err := db.acquire(snap)
 	if err != nil {
-		return nil, err
+		return dst, err
 	}
 	defer db.release(rs)
 	seq := rs.seq
@@ -129,16 +130,16 @@ func (db *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
 		v, vseq, found, deleted := m.GetEntry(key, seq)
 		switch {
 		case (found || deleted) && vseq < del, deleted:
-			return nil, ErrNotFound
+			return dst, ErrNotFound
 		case found:
-			return bytes.Clone(v), nil
+			return appendValue(dst, v), nil
 		case del > 0:
-			return nil, ErrNotFound
+			return dst, ErrNotFound
 		}
 	}
 	var buf [8]*manifest.FileMeta
 	for _, f := range rs.v.AppendL0Candidates(buf[:0], key) {
-		if v, done, err := db.getFromTable(f, key, seq, &del); done {
+		if v, done, err := db.getFromTable(dst, f, key, seq, &del); done {
 			return v, err
 		}
 	}
@@ -148,11 +149,21 @@ func (db *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
 		if f == nil {
 			continue
 		}
-		if v, done, err := db.getFromTable(f, key, seq, &del); done {
+		if v, done, err := db.getFromTable(dst, f, key, seq, &del); done {
 			return v, err
 		}
 	}
-	return nil, ErrNotFound
+	return dst, ErrNotFound
+}
+
+// appendValue is append(dst, v...), but a nil dst gets a slice of exactly
+// v's length and never nil: Get's caller owns a value as long as it is,
+// and an empty value is not a missing one.
+func appendValue(dst, v []byte) []byte {
+	if dst == nil {
+		return append(make([]byte, 0, len(v)), v...)
+	}
+	return append(dst, v...)
 }
 
 // getFromTable looks key up in one table. done reports whether the search
@@ -160,27 +171,34 @@ func (db *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
 // deletion or a version below a range deletion), or reading failed. del
 // is the newest range deletion covering key seen so far, raised by the
 // table's own.
-func (db *DB) getFromTable(f *manifest.FileMeta, key []byte, seq uint64, del *uint64) (v []byte, done bool, err error) {
+func (db *DB) getFromTable(dst []byte, f *manifest.FileMeta, key []byte, seq uint64, del *uint64) (v []byte, done bool, err error) {
 	r, ref, err := db.tables.Acquire(f.Num, f.Size)
 	if err != nil {
-		return nil, true, db.tableOpenError(f, err)
+		return dst, true, db.tableOpenError(f, err)
 	}
 	defer ref.Release()
 	if f.RangeDels {
 		*del = max(*del, r.RangeDels().DeletedAt(key, seq))
 	}
-	val, vseq, kind, found, err := r.GetEntry(key, seq, nil)
+	// GetEntry writes the value over its dst: give it dst's spare room.
+	val, vseq, kind, found, err := r.GetEntry(key, seq, dst[len(dst):])
 	switch {
 	case err != nil:
-		return nil, true, markCorruption(err)
+		return dst, true, markCorruption(err)
 	case !found && *del > 0:
-		return nil, true, ErrNotFound // what lies below is older than the deletion
+		return dst, true, ErrNotFound // what lies below is older than the deletion
 	case !found:
-		return nil, false, nil
+		return dst, false, nil
 	case kind == ikey.KindDelete || vseq < *del:
-		return nil, true, ErrNotFound
+		return dst, true, ErrNotFound
+	case dst == nil && val == nil:
+		return []byte{}, true, nil // an empty value, found: not nil
+	case len(dst) == 0:
+		return val, true, nil
+	case len(val) <= cap(dst)-len(dst):
+		return dst[:len(dst)+len(val)], true, nil // written in dst's room
 	}
-	return val, true, nil
+	return append(dst, val...), true, nil
 }
 
 // newIterator builds the iterator stack for snap (nil: the newest visible

@@ -30,7 +30,12 @@ func (db *DB) NewSnapshot() *Snapshot {
 // Get returns a copy of the value key had when the snapshot was taken, or
 // an error matching ErrNotFound.
 func (s *Snapshot) Get(key []byte) ([]byte, error) {
-	return s.db.get(key, s)
+	return s.db.get(nil, key, s)
+}
+
+// GetAppend is DB.GetAppend as of the snapshot.
+func (s *Snapshot) GetAppend(dst, key []byte) ([]byte, error) {
+	return s.db.get(dst, key, s)
 }
 
 // NewIterator returns an iterator over the snapshot's view, with the same

@@ -87,20 +87,30 @@ var txnNodes = btree.NewFreeListG[txnWrite](btree.DefaultFreeListSize)
 // returns an error matching ErrNotFound when key has no value (also when
 // the transaction deleted it).
 func (t *Transaction) Get(key []byte) ([]byte, error) {
+	return t.get(nil, key)
+}
+
+// GetAppend is DB.GetAppend in the transaction: it reads as Get does, and
+// records the read as Get does.
+func (t *Transaction) GetAppend(dst, key []byte) ([]byte, error) {
+	return t.get(dst, key)
+}
+
+func (t *Transaction) get(dst, key []byte) ([]byte, error) {
 	if t.done {
-		return nil, ErrTxnDone
+		return dst, ErrTxnDone
 	}
 	if w, ok := t.writes.Get(txnWrite{key: key}); ok {
 		if w.del {
-			return nil, ErrNotFound
+			return dst, ErrNotFound
 		}
-		return bytes.Clone(w.value), nil
+		return appendValue(dst, w.value), nil
 	}
 	if t.reads == nil {
 		t.reads = make(map[string]struct{})
 	}
 	t.reads[string(key)] = struct{}{}
-	return t.snap.Get(key)
+	return t.snap.GetAppend(dst, key)
 }
 
 // Put buffers the setting of key to value; both are copied.
