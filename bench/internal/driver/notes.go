@@ -40,6 +40,9 @@ var Notes = []string{
 		"throughput counts the commits, and the found column gives the share refused.",
 	"Latency: every put (fillbatch: every batch) of the single-writer fills timed on its own; " +
 		"percentiles within 1%, max exact; each the median over the passes.",
+	"Gets: Pebble's and bbolt's lend the value without a copy, Badger's reads it in place (Item.Value), " +
+		"shale's copies it into a reused buffer (GetAppend; its Get would allocate the copy), goleveldb's " +
+		"returns a new copy.",
 	"Sizes: 16-byte keys (%016d), 100-byte values of which half repeats (db_bench's generator); " +
 		"random keys uniform over [0, n) with repeats, seeded; fillsync n/100 puts, fillsync8 8 x n/500, " +
 		"seekrandom SeekGE + 10 Next, readwhilewriting one reader and one writer.",

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/shale-db/shale"
 )
@@ -37,13 +38,22 @@ func (s shaleStore) Put(k, v []byte, sync bool) error {
 	return s.db.Put(k, v, d)
 }
 
+// Get reads the value into a pooled buffer with GetAppend, as a program
+// that reads values without keeping them would: Pebble's and bbolt's Gets
+// here lend the value without a copy, and shale's Get would allocate one.
 func (s shaleStore) Get(k []byte) (int, bool, error) {
-	v, err := s.db.Get(k)
+	bp := valueBufs.Get().(*[]byte)
+	v, err := s.db.GetAppend((*bp)[:0], k)
+	*bp = v[:0]
+	valueBufs.Put(bp)
 	if errors.Is(err, shale.ErrNotFound) {
 		return 0, false, nil
 	}
 	return len(v), err == nil, err
 }
+
+// valueBufs holds shaleStore.Get's buffers.
+var valueBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 
 func (s shaleStore) NewBatch() Batch { return &shaleBatch{db: s.db} }
 

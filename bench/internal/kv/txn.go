@@ -28,8 +28,12 @@ func (s pebbleStore) DeleteRange(start, end []byte) error {
 func (s shaleStore) ReadModifyWrite(a, b, va, vb []byte, sync bool) (bool, error) {
 	tx := s.db.NewTransaction()
 	defer tx.Discard()
+	bp := valueBufs.Get().(*[]byte)
+	defer valueBufs.Put(bp)
 	for _, k := range [][]byte{a, b} {
-		if _, err := tx.Get(k); err != nil && !errors.Is(err, shale.ErrNotFound) {
+		v, err := tx.GetAppend((*bp)[:0], k) // as Badger's Item.Value, no copy kept
+		*bp = v[:0]
+		if err != nil && !errors.Is(err, shale.ErrNotFound) {
 			return false, err
 		}
 	}
@@ -51,9 +55,12 @@ func (s shaleStore) ReadModifyWrite(a, b, va, vb []byte, sync bool) (bool, error
 }
 
 func (s shaleStore) View(a, b []byte) (found int, err error) {
+	bp := valueBufs.Get().(*[]byte)
+	defer valueBufs.Put(bp)
 	err = s.db.View(func(tx *shale.Transaction) error {
 		for _, k := range [][]byte{a, b} {
-			_, err := tx.Get(k)
+			v, err := tx.GetAppend((*bp)[:0], k)
+			*bp = v[:0]
 			if err == nil {
 				found++
 			} else if !errors.Is(err, shale.ErrNotFound) {
