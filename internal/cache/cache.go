@@ -24,7 +24,10 @@
 // TryRef, marks the Value used and does not move it; eviction passes over a
 // marked Value once (clearing the mark and moving it to the front) instead
 // of dropping it. So blocks in constant use through a table's pointer stay
-// cached, and a hit writes to nothing but its own Value.
+// cached, and a hit writes to nothing but its own Value. The price is paid
+// by the first eviction after every block of a shard was hit: it passes
+// over them all, once (0.2 ms for a 16 MiB shard of 4 KiB blocks, a 256
+// MiB cache; a few microseconds at the default size).
 package cache
 
 import (
