@@ -287,6 +287,15 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 	return db.get(nil, key, nil)
 }
 
+// Has reports whether key has a value. It reads the value into a pooled
+// buffer rather than returning a copy, so it allocates nothing for it.
+func (db *DB) Has(key []byte) (bool, error) {
+	if err := db.checkOpen(); err != nil {
+		return false, err
+	}
+	return found(withValueBuf(func(buf []byte) ([]byte, error) { return db.get(buf, key, nil) }))
+}
+
 // GetAppend appends the value of key to dst and returns the extended
 // slice, or dst and an error matching ErrNotFound if key has none. It is
 // Get for a caller that keeps a buffer: with room in dst it allocates

@@ -58,6 +58,13 @@ func TestGetAppendAgreesWithGet(t *testing.T) {
 	for i := 0; i < n+10; i++ {
 		k := key(i)
 		want, wantErr := db.Get(k)
+		for name, has := range map[string]func(key []byte) (bool, error){
+			"DB": db.Has, "Snapshot": snap.Has, "Transaction": tx.Has,
+		} {
+			if ok, err := has(k); err != nil || ok != (wantErr == nil) {
+				t.Fatalf("%s.Has(%s) = %v, %v; Get's error: %v", name, k, ok, err, wantErr)
+			}
+		}
 		for name, get := range map[string]func(dst, key []byte) ([]byte, error){
 			"DB": db.GetAppend, "Snapshot": snap.GetAppend, "Transaction": tx.GetAppend,
 		} {
@@ -116,22 +123,37 @@ func TestGetAppendAllocatesNoValue(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		if appendAllocs != getAllocs-1 || (string(k) == "mem" && appendAllocs != 0) {
-			t.Errorf("%s: GetAppend %.1f allocations, Get %.1f", k, appendAllocs, getAllocs)
+		hasAllocs := testing.AllocsPerRun(200, func() {
+			if ok, err := db.Has(k); !ok || err != nil {
+				t.Fatal(ok, err)
+			}
+		})
+		if appendAllocs != getAllocs-1 || (string(k) == "mem" && appendAllocs != 0) || hasAllocs != appendAllocs {
+			t.Errorf("%s: GetAppend %.1f allocations, Has %.1f, Get %.1f", k, appendAllocs, hasAllocs, getAllocs)
 		}
 	}
 }
 
-// A transaction's GetAppend is a read: a write committed after it fails the
-// transaction's commit.
+// A transaction's GetAppend and Has are reads: a write committed after
+// them fails the transaction's commit.
 func TestTxnGetAppendIsARead(t *testing.T) {
+	for _, read := range []string{"GetAppend", "Has"} {
+		t.Run(read, func(t *testing.T) { testTxnReadConflicts(t, read) })
+	}
+}
+
+func testTxnReadConflicts(t *testing.T, read string) {
 	db, _ := openDB(t, nil)
 	if err := db.Put([]byte("k"), []byte("v0"), shale.NoSync); err != nil {
 		t.Fatal(err)
 	}
 	tx := db.NewTransaction()
 	defer tx.Discard()
-	if v, err := tx.GetAppend(nil, []byte("k")); err != nil || string(v) != "v0" {
+	if read == "Has" {
+		if ok, err := tx.Has([]byte("k")); !ok || err != nil {
+			t.Fatalf("Has = %v, %v", ok, err)
+		}
+	} else if v, err := tx.GetAppend(nil, []byte("k")); err != nil || string(v) != "v0" {
 		t.Fatalf("GetAppend = %q, %v", v, err)
 	}
 	if err := db.Put([]byte("k"), []byte("v1"), shale.NoSync); err != nil {
@@ -151,5 +173,8 @@ func TestGetAppendAfterClose(t *testing.T) {
 	dst := []byte("keep")
 	if got, err := db.GetAppend(dst, []byte("k")); !errors.Is(err, shale.ErrClosed) || string(got) != "keep" {
 		t.Fatalf("GetAppend after Close = %q, %v; want dst and ErrClosed", got, err)
+	}
+	if ok, err := db.Has([]byte("k")); ok || !errors.Is(err, shale.ErrClosed) {
+		t.Fatalf("Has after Close = %v, %v; want ErrClosed", ok, err)
 	}
 }

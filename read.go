@@ -156,6 +156,35 @@ func (db *DB) get(dst, key []byte, snap *Snapshot) ([]byte, error) {
 	return dst, ErrNotFound
 }
 
+// valueBufs holds the buffers Has reads values into; one grown past
+// maxValueBuf is dropped rather than kept.
+var valueBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+const maxValueBuf = 64 << 10
+
+// withValueBuf runs read with a pooled buffer and returns its error; the
+// value read is discarded.
+func withValueBuf(read func(buf []byte) ([]byte, error)) error {
+	bp := valueBufs.Get().(*[]byte)
+	v, err := read((*bp)[:0])
+	if cap(v) <= maxValueBuf {
+		*bp = v[:0]
+	}
+	valueBufs.Put(bp)
+	return err
+}
+
+// found turns a read's error into Has's answer: ErrNotFound is false.
+func found(err error) (bool, error) {
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	}
+	return false, err
+}
+
 // appendValue is append(dst, v...), but a nil dst gets a slice of exactly
 // v's length and never nil: Get's caller owns a value as long as it is,
 // and an empty value is not a missing one.

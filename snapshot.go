@@ -33,6 +33,11 @@ func (s *Snapshot) Get(key []byte) ([]byte, error) {
 	return s.db.get(nil, key, s)
 }
 
+// Has is DB.Has as of the snapshot.
+func (s *Snapshot) Has(key []byte) (bool, error) {
+	return found(withValueBuf(func(buf []byte) ([]byte, error) { return s.db.get(buf, key, s) }))
+}
+
 // GetAppend is DB.GetAppend as of the snapshot.
 func (s *Snapshot) GetAppend(dst, key []byte) ([]byte, error) {
 	return s.db.get(dst, key, s)

@@ -96,6 +96,12 @@ func (t *Transaction) GetAppend(dst, key []byte) ([]byte, error) {
 	return t.get(dst, key)
 }
 
+// Has reports whether key has a value as the transaction sees it (its own
+// writes included), without returning a copy. It is a read, as Get is.
+func (t *Transaction) Has(key []byte) (bool, error) {
+	return found(withValueBuf(func(buf []byte) ([]byte, error) { return t.get(buf, key) }))
+}
+
 func (t *Transaction) get(dst, key []byte) ([]byte, error) {
 	if t.done {
 		return dst, ErrTxnDone
