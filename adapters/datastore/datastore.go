@@ -123,7 +123,7 @@ func (d *Datastore) Get(ctx context.Context, key ds.Key) ([]byte, error) {
 
 // Has reports whether key has a value.
 func (d *Datastore) Has(ctx context.Context, key ds.Key) (bool, error) {
-	return has(d.db.Get, key)
+	return has(d.db.Has, key)
 }
 
 // GetSize returns the length of key's value, or -1 and ds.ErrNotFound if
@@ -279,15 +279,12 @@ func get(read func([]byte) ([]byte, error), key ds.Key) ([]byte, error) {
 	return v, nil
 }
 
-func has(read func([]byte) ([]byte, error), key ds.Key) (bool, error) {
-	_, err := get(read, key)
-	switch {
-	case errors.Is(err, ds.ErrNotFound):
-		return false, nil
-	case err != nil:
-		return false, err
+func has(check func([]byte) (bool, error), key ds.Key) (bool, error) {
+	ok, err := check(key.Bytes())
+	if err != nil {
+		return false, errors.Wrapf(err, "datastore: has %s", key)
 	}
-	return true, nil
+	return ok, nil
 }
 
 func getSize(read func([]byte) ([]byte, error), key ds.Key) (int, error) {

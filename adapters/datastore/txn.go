@@ -61,7 +61,7 @@ func (t *txn) Get(ctx context.Context, key ds.Key) ([]byte, error) {
 func (t *txn) Has(ctx context.Context, key ds.Key) (bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return has(t.tx.Get, key)
+	return has(t.tx.Has, key)
 }
 
 // GetSize returns the length of key's value as the transaction sees it.

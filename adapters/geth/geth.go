@@ -47,14 +47,7 @@ func (d *Database) DB() *shale.DB { return d.db }
 
 // Has reports whether key has a value.
 func (d *Database) Has(key []byte) (bool, error) {
-	_, err := d.db.Get(key)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, shale.ErrNotFound):
-		return false, nil
-	}
-	return false, err
+	return d.db.Has(key)
 }
 
 // Get returns a copy of key's value; an absent key is an error, as
