@@ -84,17 +84,35 @@ func (v *Value) Bytes() []byte { return v.buf }
 // zero for good, as Values are never reused. It marks v as used, for
 // eviction.
 func (v *Value) TryRef() bool {
+	if !TryIncrement(&v.refs) {
+		return false
+	}
+	v.markUsed()
+	return true
+}
+
+// TryIncrement adds one to the reference count refs unless it is zero or
+// less, and reports whether it did: for counts that, once at zero, stay
+// there (the object is freed or closed), so that a reference can be taken
+// without the lock that frees it.
+func TryIncrement(refs *atomic.Int32) bool {
 	for {
-		n := v.refs.Load()
+		n := refs.Load()
 		if n <= 0 {
 			return false
 		}
-		if v.refs.CompareAndSwap(n, n+1) {
-			if !v.used.Load() {
-				v.used.Store(true)
-			}
+		if refs.CompareAndSwap(n, n+1) {
 			return true
 		}
+	}
+}
+
+// markUsed marks v as used since eviction last looked at it, storing only
+// when the mark is not already there (a hit on a marked block writes
+// nothing).
+func (v *Value) markUsed() {
+	if !v.used.Load() {
+		v.used.Store(true)
 	}
 }
 
@@ -341,9 +359,7 @@ func (s *shard) get(fileNum, offset uint64) *Value {
 	s.hits++
 	v := e.value
 	v.refs.Add(1)
-	if !v.used.Load() {
-		v.used.Store(true)
-	}
+	v.markUsed()
 	s.mu.Unlock()
 	return v
 }

@@ -330,17 +330,7 @@ func (c *Cache) deref(t *table) *table {
 
 // tryRef takes a reference to t unless its count has reached zero (it is
 // closed, or being closed), and reports whether it did.
-func (t *table) tryRef() bool {
-	for {
-		n := t.refs.Load()
-		if n <= 0 {
-			return false
-		}
-		if t.refs.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
+func (t *table) tryRef() bool { return cache.TryIncrement(&t.refs) }
 
 // closeTable closes the file of a table nobody references. t may be nil.
 func (c *Cache) closeTable(t *table) error {
