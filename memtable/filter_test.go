@@ -8,70 +8,12 @@ import (
 	"github.com/shale-db/shale/internal/ikey"
 )
 
-// TestKeyFilter checks the filter alone: no false negatives, false
-// positives near what its doc claims at the load it was sized for, and
-// every key "may be held" once it is full.
-func TestKeyFilter(t *testing.T) {
-	const buffer = 8 << 20
-	f := newKeyFilter(buffer)
-	if got, want := len(f.words), buffer/filterBytesPerWord; got != want {
-		t.Fatalf("%d words for a %d-byte buffer, want %d", got, buffer, want)
-	}
-	// Entries of 64 bytes with their overhead fill the buffer with 4 a
-	// word, the load the probes were chosen for.
-	n := buffer / 64
-	rng := rand.New(rand.NewPCG(3, 4))
-	key := func() []byte { return fmt.Appendf(nil, "%016x", rng.Uint64()) }
-	held := make([][]byte, n)
-	for i := range held {
-		held[i] = key()
-		f.add(held[i])
-	}
-	for _, k := range held {
-		if !f.mayContain(k) {
-			t.Fatalf("%s was added but the filter says it is not held", k)
-		}
-	}
-	const probes = 200_000
-	fp := 0
-	for range probes {
-		if f.mayContain(key()) {
-			fp++
-		}
-	}
-	if rate := float64(fp) / probes; rate > 0.02 {
-		t.Fatalf("false positives %.2f%% at 4 keys a word, want under 2%%", rate*100)
-	}
-	t.Logf("false positives at 4 keys a word: %.2f%%", float64(fp)/probes*100)
-
-	small := newKeyFilter(1)
-	if len(small.words) != minFilterWords {
-		t.Fatalf("%d words for a 1-byte buffer, want the minimum %d", len(small.words), minFilterWords)
-	}
-	for i := range small.limit {
-		small.add(fmt.Appendf(nil, "k%d", i))
-	}
-	if small.added != small.limit {
-		t.Fatalf("added %d keys, counted %d", small.limit, small.added)
-	}
-	if small.full.Load() {
-		t.Fatalf("full at its limit of %d entries", small.limit)
-	}
-	small.add([]byte("one more"))
-	if !small.full.Load() || !small.mayContain([]byte("never added")) {
-		t.Fatal("past its limit the filter still answers")
-	}
-	if newKeyFilter(0) != nil || newKeyFilter(1<<40) == nil || len(newKeyFilter(1<<40).words) != maxFilterWords {
-		t.Fatal("sizes at the bounds are wrong")
-	}
-}
-
 // TestSizedMemtableAgainstPlain runs the same adds through a memtable
 // with a filter (whose filter fills up midway) and one without, and
 // compares every Get, of held keys, deleted ones and keys never written.
 func TestSizedMemtableAgainstPlain(t *testing.T) {
 	m, want := NewSized(nil, 1), New()
-	limit := int(m.filter.limit)
+	limit := int(m.filter.Limit())
 	rng := rand.New(rand.NewPCG(5, 6))
 	var keys [][]byte
 	for i := range 2 * limit {
@@ -84,7 +26,7 @@ func TestSizedMemtableAgainstPlain(t *testing.T) {
 		want.Add(uint64(i+1), kind, k, k)
 		keys = append(keys, k, fmt.Appendf(nil, "absent%d", i))
 		if i == limit/2 || i == 2*limit-1 {
-			if full := m.filter.full.Load(); full != (i > limit) {
+			if full := m.filter.Full(); full != (i > limit) {
 				t.Fatalf("after %d adds the filter's full is %v", i+1, full)
 			}
 			sameMemtable(t, m, want, keys, ikey.MaxSeq)

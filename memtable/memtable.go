@@ -73,7 +73,7 @@
 //     all the same, under its read lock, which a writer's insert holds
 //     readers back from: 390 ns at 60,000 entries (BenchmarkGetAbsent). A
 //     memtable made by NewSized keeps a Bloom filter of its user keys
-//     (filter.go), which answers such a Get in 8 ns, and costs an Add
+//     (package keyfilter), which answers such a Get in 8 ns, and costs an Add
 //     one hash and one atomic store.
 package memtable
 
@@ -87,6 +87,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/internal/batchrepr"
 	"github.com/shale-db/shale/internal/ikey"
+	"github.com/shale-db/shale/internal/keyfilter"
 	"github.com/shale-db/shale/internal/rangedel"
 )
 
@@ -204,7 +205,7 @@ type Memtable struct {
 	refs  atomic.Int32 // see Ref
 	// filter holds the user keys of every entry (nil: no filter; see
 	// NewSized).
-	filter *keyFilter
+	filter *keyfilter.Filter
 	// gets counts the Gets served, up to readOftenGets (see ReadOften).
 	gets atomic.Int64
 }
@@ -235,9 +236,9 @@ func NewIn(c *Chunks) *Memtable { return NewSized(c, 0) }
 // NewSized is NewIn for a memtable that will be filled to about
 // bufferBytes (ApproximateSize): it keeps a filter of its keys, sized for
 // that, which lets a Get of a key it does not hold skip its index (see
-// keyFilter). With bufferBytes 0 it keeps none.
+// keyfilter). With bufferBytes 0 it keeps none.
 func NewSized(c *Chunks, bufferBytes int64) *Memtable {
-	m := &Memtable{arena: arena{chunkSize: arenaChunkSize, pool: c}, filter: newKeyFilter(bufferBytes)}
+	m := &Memtable{arena: arena{chunkSize: arenaChunkSize, pool: c}, filter: keyfilter.New(bufferBytes)}
 	m.mu.idx = newIndex()
 	if m.arena.offHeap() {
 		// Inserts run with wmu held, which guards the arena.
@@ -272,7 +273,7 @@ func (m *Memtable) Unref() {
 // Called with wmu held.
 func (m *Memtable) makeEntry(seq uint64, kind ikey.Kind, ukey, value []byte) entry {
 	if m.filter != nil {
-		m.filter.add(ukey)
+		m.filter.Add(ukey)
 	}
 	kl := len(ukey) + ikey.TrailerLen
 	b := m.arena.alloc(kl + len(value))
@@ -501,7 +502,7 @@ func (m *Memtable) GetEntry(ukey []byte, seq uint64) (value []byte, entrySeq uin
 	if m.gets.Load() < readOftenGets {
 		m.gets.Add(1)
 	}
-	if m.filter != nil && !m.filter.mayContain(ukey) {
+	if m.filter != nil && !m.filter.MayContain(ukey) {
 		return nil, 0, false, false
 	}
 	if seq > ikey.MaxSeq {

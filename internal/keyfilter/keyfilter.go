@@ -1,4 +1,9 @@
-package memtable
+// Package keyfilter is a Bloom filter of user keys kept in memory, never
+// stored: a memtable keeps one of the keys written to it, and the level-0
+// table a flush writes from the memtable keeps it on while the table is in
+// level 0, so that a Get of a key neither holds skips each in a few
+// nanoseconds.
+package keyfilter
 
 import (
 	"hash/maphash"
@@ -6,10 +11,11 @@ import (
 	"sync/atomic"
 )
 
-// keyFilter is a Bloom filter of the user keys a memtable holds, so that a
+// Filter is a Bloom filter of the user keys a memtable holds, so that a
 // Get of a key the memtable does not hold (most Gets, in a database larger
 // than its write buffer) skips the index, its lock and the cache misses of
-// its search.
+// its search; and, once the memtable is flushed, the level-0 table's index
+// and filter blocks.
 //
 // It is blocked by register: each key sets filterProbes bits of one 64-bit
 // word, chosen by its hash, so that an insert is one load and, if it adds
@@ -20,7 +26,7 @@ import (
 // cleared.
 //
 // It is sized when the memtable is made, from the write buffer the engine
-// fills it to (see NewSized). Past filterFullAt entries a word, where its
+// fills it to (see New). Past filterFullAt entries a word, where its
 // false positives would pass about one in eight, it stops answering and
 // every Get searches the index, as without it: a memtable can take far
 // more entries than its write buffer holds (one large batch, or keys and
@@ -30,7 +36,7 @@ import (
 // looked up hot in the processor's caches): a Get of an absent key took
 // 393 ns through the index and 8 ns through the filter. TestKeyFilter
 // measures 0.5% false positives at 4 keys a word.
-type keyFilter struct {
+type Filter struct {
 	words []atomic.Uint64 // a power of two of them
 	mask  uint64          // len(words)-1
 	limit int64           // entries past which it stops answering
@@ -65,28 +71,30 @@ const (
 // never stored, so its hash need not be stable across processes.
 var filterSeed = maphash.MakeSeed()
 
-// newKeyFilter returns a filter for a memtable filled to about bufferBytes
-// (ApproximateSize), or nil if bufferBytes is 0 or less.
-func newKeyFilter(bufferBytes int64) *keyFilter {
+// New returns a filter for a memtable filled to about bufferBytes of
+// entries (memtable's ApproximateSize), or nil if bufferBytes is 0 or
+// less.
+func New(bufferBytes int64) *Filter {
 	if bufferBytes <= 0 {
 		return nil
 	}
 	n := min(max(bufferBytes/filterBytesPerWord, minFilterWords), maxFilterWords)
 	n = 1 << (63 - bits.LeadingZeros64(uint64(n))) // round down to a power of two
-	return &keyFilter{
+	return &Filter{
 		words: make([]atomic.Uint64, n),
 		mask:  uint64(n - 1),
 		limit: n * filterFullAt,
 	}
 }
 
-// filterHash hashes a user key for keyFilter.
-func filterHash(ukey []byte) uint64 { return maphash.Bytes(filterSeed, ukey) }
+// Hash hashes a user key for MayContainHash: one hash serves every filter
+// a lookup asks.
+func Hash(ukey []byte) uint64 { return maphash.Bytes(filterSeed, ukey) }
 
 // locate returns the index of h's word and the bits h sets in it. The
 // word comes from the low bits of h, the probes from the high ones, six
 // bits each.
-func (f *keyFilter) locate(h uint64) (int, uint64) {
+func (f *Filter) locate(h uint64) (int, uint64) {
 	var m uint64
 	for i := range filterProbes {
 		m |= 1 << ((h >> (58 - 6*i)) & 63)
@@ -94,27 +102,37 @@ func (f *keyFilter) locate(h uint64) (int, uint64) {
 	return int(h & f.mask), m
 }
 
-// add records a user key. Called by the memtable's writer, under its
-// wmu: the one goroutine that changes the words, so a load and a store
-// suffice where an atomic OR would lock the bus.
-func (f *keyFilter) add(ukey []byte) {
+// Add records a user key. Only one goroutine may add (the memtable's
+// writer, under its wmu): it alone changes the words, so a load and a store
+// suffice where an atomic OR would lock the bus. Lookups may run beside it.
+func (f *Filter) Add(ukey []byte) {
 	if f.added >= f.limit {
 		f.full.Store(true)
 		return
 	}
 	f.added++
-	i, m := f.locate(filterHash(ukey))
+	i, m := f.locate(Hash(ukey))
 	if w := f.words[i].Load(); w&m != m {
 		f.words[i].Store(w | m)
 	}
 }
 
-// mayContain reports whether the memtable may hold ukey: false only if it
-// holds no entry of it.
-func (f *keyFilter) mayContain(ukey []byte) bool {
+// MayContain reports whether ukey may have been added: false only if it
+// was not.
+func (f *Filter) MayContain(ukey []byte) bool { return f.MayContainHash(Hash(ukey)) }
+
+// MayContainHash is MayContain of the key whose Hash is h.
+func (f *Filter) MayContainHash(h uint64) bool {
 	if f.full.Load() {
 		return true
 	}
-	i, m := f.locate(filterHash(ukey))
+	i, m := f.locate(h)
 	return f.words[i].Load()&m == m
 }
+
+// Full reports whether the filter has stopped answering: past its limit
+// of entries, MayContain is true of every key.
+func (f *Filter) Full() bool { return f.full.Load() }
+
+// Limit is the number of entries past which the filter stops answering.
+func (f *Filter) Limit() int64 { return f.limit }
