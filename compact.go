@@ -156,8 +156,9 @@ func (db *DB) runCompaction(job *compactionJob) (compactionResult, error) {
 		edit.SetCompactPointer(c.StartLevel, c.Inputs[0][len(c.Inputs[0])-1].Largest)
 	}
 	if c.Kind == compaction.KindMove { // reads and writes nothing
-		edit.AddFile(c.OutputLevel, files[0])
-		res.outputs = files[:1]
+		moved := files[0].Moved()
+		edit.AddFile(c.OutputLevel, moved)
+		res.outputs = []*manifest.FileMeta{moved}
 		return res, db.logAndApply(edit)
 	}
 	for i, in := range job.inputs {

@@ -406,6 +406,11 @@ func (db *DB) flushMemtable(imm *immMemtable, job int) (*manifest.FileMeta, erro
 	if err != nil {
 		return nil, err
 	}
+	if meta != nil {
+		// The memtable's filter holds the table's keys: Gets skip the
+		// table through it while it is in level 0.
+		meta.SetKeyFilter(imm.mem.KeyFilter())
+	}
 	// A table written in vain (an older flush or the WAL's retirement
 	// failed) is removed at once: no edit names it, and after a failure
 	// no cleanup runs before Close.

@@ -6,11 +6,13 @@ import (
 	"io/fs"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/internal/dbiter"
 	"github.com/shale-db/shale/internal/ikey"
 	"github.com/shale-db/shale/internal/iterator"
+	"github.com/shale-db/shale/internal/keyfilter"
 	"github.com/shale-db/shale/internal/leveliter"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/merging"
@@ -138,7 +140,21 @@ func (db *DB) get(dst, key []byte, snap *Snapshot) ([]byte, error) {
 		}
 	}
 	var buf [8]*manifest.FileMeta
+	var hash uint64 // keyfilter.Hash(key), once a table's filter asks
+	hashed := false
 	for _, f := range rs.v.AppendL0Candidates(buf[:0], key) {
+		if kf := f.KeyFilter(); kf != nil && !f.RangeDels {
+			if !hashed {
+				hash, hashed = keyfilter.Hash(key), true
+			}
+			if !kf.MayContainHash(hash) {
+				// As getFromTable after a table without key.
+				if del > 0 {
+					return dst, ErrNotFound
+				}
+				continue
+			}
+		}
 		if v, done, err := db.getFromTable(dst, f, key, seq, &del); done {
 			return v, err
 		}
@@ -155,6 +171,9 @@ func (db *DB) get(dst, key []byte, snap *Snapshot) ([]byte, error) {
 	}
 	return dst, ErrNotFound
 }
+
+// testHookGetFromTable, if set, is called with every table a Get reads.
+var testHookGetFromTable atomic.Pointer[func(*manifest.FileMeta)]
 
 // valueBufs holds the buffers Has reads values into; one grown past
 // maxValueBuf is dropped rather than kept.
@@ -201,6 +220,9 @@ func appendValue(dst, v []byte) []byte {
 // is the newest range deletion covering key seen so far, raised by the
 // table's own.
 func (db *DB) getFromTable(dst []byte, f *manifest.FileMeta, key []byte, seq uint64, del *uint64) (v []byte, done bool, err error) {
+	if hook := testHookGetFromTable.Load(); hook != nil {
+		(*hook)(f)
+	}
 	r, ref, err := db.tables.Acquire(f.Num, f.Size)
 	if err != nil {
 		return dst, true, db.tableOpenError(f, err)

@@ -226,6 +226,19 @@ func (m *Memtable) ReadOften() bool { return m.gets.Load() >= readOftenGets }
 // Filtered reports whether m keeps a filter of its keys (see NewSized).
 func (m *Memtable) Filtered() bool { return m.filter != nil }
 
+// KeyFilter returns m's filter of its keys, for the level-0 table a flush
+// writes from m to keep (see manifest.FileMeta.KeyFilter), or nil if m
+// keeps none or it has stopped answering. Call it once m takes no more
+// writes: keys added after it would be missing from the table's filter
+// only if the table missed them too, but a filter that fills up later
+// would still answer for them.
+func (m *Memtable) KeyFilter() *keyfilter.Filter {
+	if m.filter == nil || m.filter.Full() {
+		return nil
+	}
+	return m.filter
+}
+
 // New returns an empty Memtable whose bytes live on the Go heap.
 func New() *Memtable { return NewIn(nil) }
 

@@ -9,10 +9,12 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/internal/ikey"
+	"github.com/shale-db/shale/internal/keyfilter"
 )
 
 // FileMeta describes one table file. It is immutable once it is part of a
-// Version (versions share FileMetas).
+// Version (versions share FileMetas); a table moved to another level
+// without a rewrite gets a copy (Moved).
 type FileMeta struct {
 	Num      uint64 // file number: the table is filename.Make(dir, filename.Table, Num)
 	Size     int64  // file size in bytes
@@ -28,6 +30,31 @@ type FileMeta struct {
 	// RangeDels says that the table holds range deletions (recorded in
 	// the MANIFEST, which is then marked: see MarkedComparator).
 	RangeDels bool
+
+	// keys is the filter of the user keys of the memtable a flush wrote
+	// the table from (see KeyFilter).
+	keys *keyfilter.Filter
+}
+
+// KeyFilter returns the filter of the table's user keys that its flush
+// handed it, or nil. A Get of a key the filter does not hold skips the
+// table without reading its index or filter block. Only tables flushed by
+// this process have one, and only in level 0 (see Moved): it lives in
+// memory alone, the write buffer's size over 256 (32 KiB for each MiB).
+func (m *FileMeta) KeyFilter() *keyfilter.Filter { return m.keys }
+
+// SetKeyFilter sets the table's KeyFilter, before the table is part of a
+// version. f must hold the user key of every point entry of the table.
+func (m *FileMeta) SetKeyFilter(f *keyfilter.Filter) { m.keys = f }
+
+// Moved returns the FileMeta of the same table for a compaction that moves
+// it to another level without rewriting it: a copy without the KeyFilter,
+// which only level 0's many overlapping tables are worth the memory of.
+// Versions that hold m keep it, filter and all, until they are released.
+func (m *FileMeta) Moved() *FileMeta {
+	c := *m
+	c.keys = nil
+	return &c
 }
 
 // String formats m as "000012 1234B [a#5,PUT .. z#3,DEL]".
