@@ -14,13 +14,23 @@ import (
 const benchKeys = 1 << 16
 
 // benchSources spreads benchKeys entries at random over n sorted sources.
-func benchSources(n int) ([][]itertest.KV, [][]byte) {
+func benchSources(n int) ([][]itertest.KV, [][]byte) { return benchSourcesSkewed(n, 0) }
+
+// benchSourcesSkewed is benchSources with the last source, as an LSM's
+// bottom level, taking share of the entries (0: an even spread).
+func benchSourcesSkewed(n int, share float64) ([][]itertest.KV, [][]byte) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	srcs := make([][]itertest.KV, n)
 	keys := make([][]byte, benchKeys)
 	for i := range keys {
 		keys[i] = ikey.Make(fmt.Appendf(nil, "key%08d", i), uint64(i+1), ikey.KindSet)
 		s := rng.IntN(n)
+		if share > 0 {
+			s = n - 1
+			if rng.Float64() >= share {
+				s = rng.IntN(n - 1)
+			}
+		}
 		srcs[s] = append(srcs[s], itertest.KV{Key: keys[i], Value: []byte("0123456789abcdef")})
 	}
 	return srcs, keys
@@ -53,6 +63,22 @@ func BenchmarkScan(b *testing.B) {
 			for ok, i := it.First(), 0; ok && i < b.N%benchKeys; ok, i = it.Next(), i+1 {
 			}
 		})
+	}
+}
+
+// BenchmarkScanBottomHeavy is BenchmarkScan over an LSM's shape: a bottom
+// level with 80% of the entries under four newer sources, as a database
+// just reopened is, with level 0 not yet compacted.
+func BenchmarkScanBottomHeavy(b *testing.B) {
+	srcs, _ := benchSourcesSkewed(5, 0.8)
+	it := newMerged(srcs)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N / benchKeys {
+		for ok := it.First(); ok; ok = it.Next() {
+		}
+	}
+	for ok, i := it.First(), 0; ok && i < b.N%benchKeys; ok, i = it.Next(), i+1 {
 	}
 }
 

@@ -53,8 +53,15 @@ type source struct {
 // Key and Value return the current child's slices: valid until the next
 // positioning call or Close.
 type Iter struct {
-	srcs     []source
-	heap     []*source // srcs that are ok, in heap order for state
+	srcs []source
+	heap []*source // srcs that are ok, in heap order for state
+	// second is the heap index (1 or 2) of the root's smaller child, the
+	// runner-up, while it is known; 0 when not. A step whose source stays
+	// ahead of the runner-up leaves the rest of the heap as it was, so
+	// the next step needs one comparison, not two: long runs from one
+	// source (the large bottom level, between a few newer entries) are
+	// the common case.
+	second   int
 	state    state
 	err      error
 	closeErr error
@@ -165,6 +172,7 @@ func (m *Iter) heapify() bool {
 	for i := len(m.heap)/2 - 1; i >= 0; i-- {
 		m.down(i)
 	}
+	m.second = 0
 	return len(m.heap) > 0
 }
 
@@ -224,7 +232,24 @@ func (m *Iter) step(o op) bool {
 	}
 	if s.ok {
 		s.key = s.it.Key()
-		m.down(0)
+		h := m.heap
+		if len(h) < 2 {
+			return true
+		}
+		j := m.second
+		if j == 0 {
+			j = 1
+			if len(h) > 2 && m.less(h[2], h[1]) {
+				j = 2
+			}
+			m.second = j
+		}
+		if !m.less(h[j], s) {
+			return true // s stays first; the runner-up too
+		}
+		h[0], h[j] = h[j], h[0]
+		m.down(j)
+		m.second = 0
 		return true
 	}
 	if err := s.it.Err(); err != nil {
@@ -234,6 +259,7 @@ func (m *Iter) step(o op) bool {
 	m.heap[0] = m.heap[n]
 	m.heap = m.heap[:n]
 	m.down(0)
+	m.second = 0
 	return n > 0
 }
 
