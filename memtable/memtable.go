@@ -229,9 +229,8 @@ func (m *Memtable) Filtered() bool { return m.filter != nil }
 // KeyFilter returns m's filter of its keys, for the level-0 table a flush
 // writes from m to keep (see manifest.FileMeta.KeyFilter), or nil if m
 // keeps none or it has stopped answering. Call it once m takes no more
-// writes: keys added after it would be missing from the table's filter
-// only if the table missed them too, but a filter that fills up later
-// would still answer for them.
+// writes (a memtable being flushed): the nil it returns for a full filter
+// holds only for the keys added before.
 func (m *Memtable) KeyFilter() *keyfilter.Filter {
 	if m.filter == nil || m.filter.Full() {
 		return nil

@@ -40,7 +40,7 @@ type FileMeta struct {
 // handed it, or nil. A Get of a key the filter does not hold skips the
 // table without reading its index or filter block. Only tables flushed by
 // this process have one, and only in level 0 (see Moved): it lives in
-// memory alone, the write buffer's size over 256 (32 KiB for each MiB).
+// memory alone, a thirty-second of the write buffer (256 KiB for 8 MiB).
 func (m *FileMeta) KeyFilter() *keyfilter.Filter { return m.keys }
 
 // SetKeyFilter sets the table's KeyFilter, before the table is part of a
