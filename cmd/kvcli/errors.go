@@ -108,7 +108,7 @@ var packagePrefix = regexp.MustCompile(`(^|: )(?:` + strings.Join(modulePackages
 // kvcli may print. TestModulePackages keeps the list complete.
 var modulePackages = []string{
 	"shale", "kvcli", "wal", "sstable", "memtable", "compaction", "batchrepr", "cache", "manual",
-	"dbiter", "filename", "ikey", "iterator", "itertest", "leveliter", "manifest",
+	"dbiter", "filename", "ikey", "iterator", "itertest", "keyfilter", "leveliter", "manifest",
 	"merging", "rangedel", "tablecache", "vfs",
 }
 
