@@ -53,15 +53,7 @@ func BenchmarkScan(b *testing.B) {
 	for _, n := range []int{1, 4, 8} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			srcs, _ := benchSources(n)
-			it := newMerged(srcs)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N / benchKeys {
-				for ok := it.First(); ok; ok = it.Next() {
-				}
-			}
-			for ok, i := it.First(), 0; ok && i < b.N%benchKeys; ok, i = it.Next(), i+1 {
-			}
+			scanBench(b, srcs)
 		})
 	}
 }
@@ -71,6 +63,11 @@ func BenchmarkScan(b *testing.B) {
 // just reopened is, with level 0 not yet compacted.
 func BenchmarkScanBottomHeavy(b *testing.B) {
 	srcs, _ := benchSourcesSkewed(5, 0.8)
+	scanBench(b, srcs)
+}
+
+// scanBench times b.N forward steps over srcs merged, in full scans.
+func scanBench(b *testing.B, srcs [][]itertest.KV) {
 	it := newMerged(srcs)
 	b.ReportAllocs()
 	b.ResetTimer()
