@@ -140,22 +140,9 @@ func (db *DB) get(dst, key []byte, snap *Snapshot) ([]byte, error) {
 		}
 	}
 	var buf [8]*manifest.FileMeta
-	var hash uint64 // keyfilter.Hash(key), once a table's filter asks
-	hashed := false
+	kh := keyHash{key: key}
 	for _, f := range rs.v.AppendL0Candidates(buf[:0], key) {
-		if kf := f.KeyFilter(); kf != nil && !f.RangeDels {
-			if !hashed {
-				hash, hashed = keyfilter.Hash(key), true
-			}
-			if !kf.MayContainHash(hash) {
-				// As getFromTable after a table without key.
-				if del > 0 {
-					return dst, ErrNotFound
-				}
-				continue
-			}
-		}
-		if v, done, err := db.getFromTable(dst, f, key, seq, &del); done {
+		if v, done, err := db.getFromTable(dst, f, &kh, seq, &del); done {
 			return v, err
 		}
 	}
@@ -165,14 +152,30 @@ func (db *DB) get(dst, key []byte, snap *Snapshot) ([]byte, error) {
 		if f == nil {
 			continue
 		}
-		if v, done, err := db.getFromTable(dst, f, key, seq, &del); done {
+		if v, done, err := db.getFromTable(dst, f, &kh, seq, &del); done {
 			return v, err
 		}
 	}
 	return dst, ErrNotFound
 }
 
-// testHookGetFromTable, if set, is called with every table a Get reads.
+// keyHash is a Get's key and its keyfilter.Hash, computed once, at the
+// first table whose key filter asks.
+type keyHash struct {
+	key    []byte
+	hash   uint64
+	hashed bool
+}
+
+func (k *keyHash) get() uint64 {
+	if !k.hashed {
+		k.hash, k.hashed = keyfilter.Hash(k.key), true
+	}
+	return k.hash
+}
+
+// testHookGetFromTable, if set, is called with every table a Get reads
+// (not those its key filter skips).
 var testHookGetFromTable atomic.Pointer[func(*manifest.FileMeta)]
 
 // valueBufs holds the buffers Has reads values into; one grown past
@@ -219,10 +222,18 @@ func appendValue(dst, v []byte) []byte {
 // deletion or a version below a range deletion), or reading failed. del
 // is the newest range deletion covering key seen so far, raised by the
 // table's own.
-func (db *DB) getFromTable(dst []byte, f *manifest.FileMeta, key []byte, seq uint64, del *uint64) (v []byte, done bool, err error) {
+//
+// A table flushed from a memtable that kept a filter of its keys (level 0's,
+// see FileMeta.KeyFilter) is skipped, unread, when the filter rules key
+// out: then it holds no version of key, and no range deletion either.
+func (db *DB) getFromTable(dst []byte, f *manifest.FileMeta, kh *keyHash, seq uint64, del *uint64) (v []byte, done bool, err error) {
+	if kf := f.KeyFilter(); kf != nil && !f.RangeDels && !kf.MayContainHash(kh.get()) {
+		return notInTable(dst, *del)
+	}
 	if hook := testHookGetFromTable.Load(); hook != nil {
 		(*hook)(f)
 	}
+	key := kh.key
 	r, ref, err := db.tables.Acquire(f.Num, f.Size)
 	if err != nil {
 		return dst, true, db.tableOpenError(f, err)
@@ -236,10 +247,8 @@ func (db *DB) getFromTable(dst []byte, f *manifest.FileMeta, key []byte, seq uin
 	switch {
 	case err != nil:
 		return dst, true, markCorruption(err)
-	case !found && *del > 0:
-		return dst, true, ErrNotFound // what lies below is older than the deletion
 	case !found:
-		return dst, false, nil
+		return notInTable(dst, *del)
 	case kind == ikey.KindDelete || vseq < *del:
 		return dst, true, ErrNotFound
 	case dst == nil && val == nil:
@@ -250,6 +259,16 @@ func (db *DB) getFromTable(dst []byte, f *manifest.FileMeta, key []byte, seq uin
 		return dst[:len(dst)+len(val)], true, nil // written in dst's room
 	}
 	return append(dst, val...), true, nil
+}
+
+// notInTable is getFromTable's answer for a table without a version of
+// the key: the search goes on below, unless a range deletion seen so far
+// (del) covers the key, since what lies below is older than it.
+func notInTable(dst []byte, del uint64) ([]byte, bool, error) {
+	if del > 0 {
+		return dst, true, ErrNotFound
+	}
+	return dst, false, nil
 }
 
 // newIterator builds the iterator stack for snap (nil: the newest visible
