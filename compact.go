@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/cockroachdb/errors"
 	"github.com/shale-db/shale/compaction"
@@ -227,6 +228,9 @@ func (db *DB) mergeInputs(job *compactionJob, files []*manifest.FileMeta) (*comp
 		MaxGrandparentOverlap: 10 * db.opts.TargetFileSize,
 		Stop:                  db.compactionStop(c),
 	}, out)
+	if werr := out.wait(); err == nil {
+		err = werr
+	}
 	if err == nil && len(out.metas) > 0 {
 		err = db.syncDir()
 	}
@@ -298,6 +302,12 @@ func (db *DB) compactionStop(c *compaction.Compaction) func() error {
 
 // compactionOutputs creates a compaction's tables (compaction.Outputs),
 // keeping their numbers from deleteObsoleteFiles until they are recorded.
+//
+// A finished table is synced and closed on a goroutine of its own while
+// the compaction writes the next (at most maxTableSyncs at a time), and
+// wait collects them before the outputs are recorded: a compaction that
+// stopped for each table's fdatasync left its core idle for it, and at 20M
+// keys compaction's pace is the writers' pace.
 type compactionOutputs struct {
 	db    *DB
 	job   int      // the compaction's JobID, for the listener
@@ -305,11 +315,23 @@ type compactionOutputs struct {
 	num   uint64
 	metas []*manifest.FileMeta
 	nums  []uint64 // every table created, for abandon and release
+
+	syncs    sync.WaitGroup
+	syncSlot chan struct{} // one token per sync under way
+	syncMu   sync.Mutex
+	syncErr  error // the first sync that failed
 }
+
+// maxTableSyncs bounds the finished tables of one compaction that are
+// synced at once.
+const maxTableSyncs = 4
 
 var _ compaction.Outputs = (*compactionOutputs)(nil)
 
 func (o *compactionOutputs) Create() (*sstable.Writer, error) {
+	if err := o.failedSync(); err != nil {
+		return nil, err
+	}
 	o.num = o.db.newOutputNum()
 	o.nums = append(o.nums, o.num)
 	f, w, err := o.db.createTable(o.num, o.job, "compacting")
@@ -318,18 +340,50 @@ func (o *compactionOutputs) Create() (*sstable.Writer, error) {
 }
 
 func (o *compactionOutputs) Finish(w *sstable.Writer) error {
-	f := o.f
+	f, num := o.f, o.num
 	o.f = nil
-	meta, err := finishTable(o.num, f, w)
+	meta, err := closeTable(num, w)
 	if err != nil {
+		f.Close()
 		return err
 	}
 	o.metas = append(o.metas, meta)
-	return nil
+	if o.syncSlot == nil {
+		o.syncSlot = make(chan struct{}, maxTableSyncs)
+	}
+	o.syncSlot <- struct{}{}
+	o.syncs.Add(1)
+	go func() {
+		defer o.syncs.Done()
+		if err := syncTable(num, f); err != nil {
+			o.syncMu.Lock()
+			if o.syncErr == nil {
+				o.syncErr = err
+			}
+			o.syncMu.Unlock()
+		}
+		<-o.syncSlot
+	}()
+	return o.failedSync()
+}
+
+// failedSync returns the error of a table sync that failed, if any.
+func (o *compactionOutputs) failedSync() error {
+	o.syncMu.Lock()
+	defer o.syncMu.Unlock()
+	return o.syncErr
+}
+
+// wait waits for the syncs of the finished tables and returns the first
+// that failed.
+func (o *compactionOutputs) wait() error {
+	o.syncs.Wait()
+	return o.failedSync()
 }
 
 // abandon removes the tables of a failed compaction.
 func (o *compactionOutputs) abandon() {
+	o.syncs.Wait() // every file closed before its removal
 	if o.f != nil {
 		o.f.Close()
 	}

@@ -128,11 +128,22 @@ func (db *DB) createTable(num uint64, job int, reason string) (vfs.File, *sstabl
 // f durable and closes it, and returns the table's metadata. The caller
 // syncs the directory.
 func finishTable(num uint64, f vfs.File, w *sstable.Writer) (*manifest.FileMeta, error) {
-	err := w.Close()
-	if err == nil {
-		err = f.Sync()
+	meta, err := closeTable(num, w)
+	if err != nil {
+		f.Close()
+		return nil, err
 	}
-	if err = errors.CombineErrors(err, f.Close()); err != nil {
+	if err := syncTable(num, f); err != nil {
+		return nil, err
+	}
+	return meta, nil
+}
+
+// closeTable writes the end of table num (its last block, index, filter
+// and footer) through w and returns the table's metadata. The file is
+// neither synced nor closed.
+func closeTable(num uint64, w *sstable.Writer) (*manifest.FileMeta, error) {
+	if err := w.Close(); err != nil {
 		return nil, errors.Wrapf(err, "shale: finish table %06d", num)
 	}
 	m := w.Meta()
@@ -141,6 +152,16 @@ func finishTable(num uint64, f vfs.File, w *sstable.Writer) (*manifest.FileMeta,
 		Entries: uint64(m.Entries + m.RangeDels), Deletions: uint64(m.Deletions + m.RangeDels),
 		LargestSeq: m.LargestSeq, HasStats: true, RangeDels: m.RangeDels > 0,
 	}, nil
+}
+
+// syncTable makes table file f (number num), written in full, durable and
+// closes it.
+func syncTable(num uint64, f vfs.File) error {
+	err := f.Sync()
+	if err = errors.CombineErrors(err, f.Close()); err != nil {
+		return errors.Wrapf(err, "shale: finish table %06d", num)
+	}
+	return nil
 }
 
 func (db *DB) tableWriterOptions() sstable.WriterOptions {
