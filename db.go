@@ -139,6 +139,9 @@ type DB struct {
 	// closing is set by Close: a running manual compaction stops at its
 	// next poll (compactionStop).
 	closing atomic.Bool
+	// subcompactions counts the parts of split compactions
+	// (subcompactionBounds), for Metrics.
+	subcompactions atomic.Uint64
 	// l0Tables is the current version's level-0 table count, for flow
 	// control on the write path without taking the version.
 	l0Tables atomic.Int32

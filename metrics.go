@@ -54,6 +54,10 @@ type Metrics struct {
 	CompactionBytesIn, CompactionBytesOut int64
 	// CompactionsRunning is the number of compactions under way.
 	CompactionsRunning int
+	// Subcompactions counts the parts that compactions out of level 0
+	// were split into, each run beside the others (see
+	// Options.MaxConcurrentCompactions); an unsplit compaction adds none.
+	Subcompactions int64
 	// WALBytes is what the write-ahead logs received since Open.
 	WALBytes int64
 	// WALRecords counts the records written to the write-ahead logs since
@@ -206,6 +210,7 @@ func (db *DB) Metrics() Metrics {
 	m.Compactions.Manual = c.kinds[compaction.KindManual]
 	m.CompactionBytesIn, m.CompactionBytesOut = c.bytesIn, c.bytesOut
 	m.CompactionsRunning = len(db.mu.compactions)
+	m.Subcompactions = int64(db.subcompactions.Load())
 	for level := range NumLevels {
 		lm := &m.Levels[level]
 		lm.BytesIn, lm.BytesWritten, lm.Compactions = c.levelIn[level], c.levelWritten[level], c.levelCompactions[level]
@@ -256,9 +261,9 @@ func (m Metrics) String() string {
 			humanBytes(l.Bytes), score, target, humanBytes(l.BytesIn), humanBytes(l.BytesWritten), l.Compactions)
 	}
 	fmt.Fprintf(&b, "flushes: %d (%s)\n", m.Flushes, humanBytes(m.FlushBytes))
-	fmt.Fprintf(&b, "compactions: %d default, %d move, %d tombstone, %d manual; %d running; %s in, %s out\n",
+	fmt.Fprintf(&b, "compactions: %d default, %d move, %d tombstone, %d manual; %d running; %d split parts; %s in, %s out\n",
 		m.Compactions.Default, m.Compactions.Move, m.Compactions.Tombstone, m.Compactions.Manual,
-		m.CompactionsRunning, humanBytes(m.CompactionBytesIn), humanBytes(m.CompactionBytesOut))
+		m.CompactionsRunning, m.Subcompactions, humanBytes(m.CompactionBytesIn), humanBytes(m.CompactionBytesOut))
 	fmt.Fprintf(&b, "write amplification: %.2f (WAL %s in %d records, %d synced)\n", m.WriteAmp, humanBytes(m.WALBytes), m.WALRecords, m.WALSyncs)
 	fmt.Fprintf(&b, "stalls: slowdown %d (%v), memtable full %d (%v), level 0 full %d (%v)\n",
 		m.Stalls.Slowdown.Count, m.Stalls.Slowdown.Duration.Round(time.Millisecond),

@@ -182,8 +182,10 @@ type Options struct {
 	// fast with 2, for a peak RSS 8 MiB higher (53 against 45 MiB).
 	MaxImmutableMemtables int
 	// MaxConcurrentCompactions bounds the compactions that run at once
-	// (a flush runs beside them in any case). Default: 1 on a machine with
-	// one CPU, else 2.
+	// (a flush runs beside them in any case). A compaction out of level 0,
+	// which nothing else can run beside, is split by key range into up to
+	// this many parts (at most 4) that run at once. Default: 1 on a
+	// machine with one CPU, else 2.
 	MaxConcurrentCompactions int
 	// WALCompression writes the write-ahead log's records compressed with
 	// snappy (wal.CompressRecords: a record is stored compressed when that

@@ -151,7 +151,7 @@ func (db *DB) runJob(job *compactionJob) {
 	if err == nil {
 		c := job.c
 		db.opts.Logger.Info("shale: compacted", "kind", c.Kind.String(), "from", c.StartLevel, "to", c.OutputLevel,
-			"tables_in", len(job.inputs), "tables_out", res.tablesOut, "bytes_in", res.bytesIn,
+			"tables_in", len(job.inputs), "tables_out", res.tablesOut, "parts", res.parts, "bytes_in", res.bytesIn,
 			"bytes_out", res.bytesOut, "took", time.Since(start).Round(time.Millisecond))
 	}
 	db.mu.Lock()
