@@ -321,7 +321,9 @@ const maxSubcompactions = 4
 // random puts (two compactions allowed), such compactions took 33% of the
 // fill, during which one core was left to the writer, which slowdown
 // sleeps kept mostly idle. Split by key range, the compaction uses the
-// cores MaxConcurrentCompactions allows.
+// cores MaxConcurrentCompactions allows. It is split only when the writes
+// wait for compaction or none come (job.split, see splitWantedLocked): a
+// writer that compaction keeps up with would lose the core the parts take.
 //
 // The cuts fall at the start of tables of the output level, so that each
 // part reads about as many of that level's bytes. A part holds every
@@ -333,7 +335,7 @@ const maxSubcompactions = 4
 func (db *DB) subcompactionBounds(job *compactionJob, files []*manifest.FileMeta, dels rangedel.Spans) [][]byte {
 	c := job.c
 	n := min(db.opts.MaxConcurrentCompactions, maxSubcompactions)
-	if c.StartLevel != 0 || c.Kind == compaction.KindManual || n < 2 || len(dels) > 0 {
+	if !job.split || c.StartLevel != 0 || c.Kind == compaction.KindManual || n < 2 || len(dels) > 0 {
 		return nil
 	}
 	var out []*manifest.FileMeta

@@ -21,7 +21,7 @@ import (
 // splitTestJob is a compaction of l0 level-0 tables of l0Size bytes into
 // the given tables of level 6, each starting at the user key of its index.
 func splitTestJob(kind compaction.Kind, startLevel, l0 int, l0Size int64, sizes []int64) (*compactionJob, []*manifest.FileMeta) {
-	job := &compactionJob{c: &compaction.Compaction{Kind: kind, StartLevel: startLevel, OutputLevel: 6}}
+	job := &compactionJob{c: &compaction.Compaction{Kind: kind, StartLevel: startLevel, OutputLevel: 6}, split: true}
 	var files []*manifest.FileMeta
 	num := uint64(1)
 	for range l0 {
@@ -65,11 +65,13 @@ func TestSubcompactionBounds(t *testing.T) {
 			rangedel.Spans{{Start: []byte("k1"), End: []byte("k2"), Seqs: []uint64{5}}}, nil},
 		{"one table below", 2, compaction.KindDefault, 0, []int64{64 * mib}, nil, nil},
 		{"too small", 2, compaction.KindDefault, 0, []int64{mib, mib, mib}, nil, nil},
+		{"not wanted", 2, compaction.KindDefault, 0, even, nil, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			db := &DB{opts: Options{MaxConcurrentCompactions: tc.maxCompact, TargetFileSize: 2 * mib}}
 			job, files := splitTestJob(tc.kind, tc.startLevel, 4, 2*mib, tc.sizes)
+			job.split = tc.name != "not wanted"
 			var got []string
 			for _, c := range db.subcompactionBounds(job, files, tc.dels) {
 				got = append(got, string(c))
@@ -91,8 +93,9 @@ func splitValue(i, version int) []byte {
 
 // buildForSplit lays a last level of many tables holding keys [0, n) at
 // version 0, then takes a snapshot, then overwrites and deletes keys
-// scattered over the space in four level-0 tables; automatic compactions
-// are off until the caller starts them. It returns the model of the
+// scattered over the space in five level-0 tables (one more than level
+// 0's compaction trigger: the writes outpace compaction, so the compaction
+// is split); automatic compactions are off until the caller starts them. It returns the model of the
 // current state (nil: deleted) and the snapshot.
 func buildForSplit(t *testing.T, fs vfs.FS, n int) (*DB, [][]byte, *Snapshot) {
 	t.Helper()
@@ -113,7 +116,7 @@ func buildForSplit(t *testing.T, fs vfs.FS, n int) (*DB, [][]byte, *Snapshot) {
 	snap := db.NewSnapshot()
 	t.Cleanup(func() { snap.Close() })
 	rng := rand.New(rand.NewPCG(1, 2))
-	for round := 1; round <= 4; round++ {
+	for round := 1; round <= 5; round++ {
 		for range n / 4 {
 			i := rng.IntN(n)
 			if rng.IntN(5) == 0 {

@@ -18,6 +18,7 @@ var errCompactionCanceled = errors.New("shale: compaction canceled by Close")
 // compactionJob is a compaction under way.
 type compactionJob struct {
 	c       *compaction.Compaction
+	split   bool           // it may run in parts (subcompactionBounds)
 	inputs  []compactInput // every input table with its level
 	running compaction.Running
 	manual  *manualCompaction // nil for an automatic one
@@ -80,9 +81,25 @@ func (db *DB) startAutomaticLocked() {
 		if c == nil {
 			return
 		}
-		db.startLocked(&compactionJob{c: c})
+		db.startLocked(&compactionJob{c: c, split: db.splitWantedLocked(c)})
 	}
 }
+
+// splitWantedLocked reports whether c, picked automatically, may run in
+// parts side by side (subcompactionBounds): when it leaves level 0 and
+// writes are waiting for compaction (level 0 holds more tables than
+// compacting them takes, or the deeper levels slow the writes down), or
+// no write has come for a while. Otherwise the writer keeps the core.
+func (db *DB) splitWantedLocked(c *compaction.Compaction) bool {
+	if c.StartLevel != 0 {
+		return false
+	}
+	return len(c.Inputs[0]) > l0CompactionTrigger || db.levelPressure.Load() > 0 || db.idleCompactL0Locked()
+}
+
+// l0CompactionTrigger is the number of level-0 tables at which level 0 is
+// due for compaction (compaction.Options.L0Trigger's default).
+const l0CompactionTrigger = 4
 
 // pickLocked asks the picker for the next automatic compaction.
 func (db *DB) pickLocked() *compaction.Compaction {
