@@ -75,9 +75,43 @@ func fillForOutputs(t *testing.T, db *DB, n int) {
 	}
 }
 
+// newGatedTableSyncs returns a gatedTableSyncs over a new MemFS, not yet
+// armed, whose sync numbered failAt fails.
+func newGatedTableSyncs(failAt int64) *gatedTableSyncs {
+	return &gatedTableSyncs{MemFS: vfs.NewMem(), failAt: failAt, gate: make(chan struct{}), blocked: make(chan struct{})}
+}
+
+// liveTables returns the numbers of db's current tables.
+func liveTables(db *DB) map[uint64]bool {
+	v := db.vs.Current()
+	defer v.Unref()
+	live := make(map[uint64]bool)
+	for _, files := range v.Levels {
+		for _, f := range files {
+			live[f.Num] = true
+		}
+	}
+	return live
+}
+
+// checkNoStrayTables fails if db's directory in fsys holds a table that is
+// not in live: one a failed compaction left behind.
+func checkNoStrayTables(t *testing.T, fsys vfs.FS, db *DB, live map[uint64]bool) {
+	t.Helper()
+	names, err := fsys.List(db.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if typ, num, ok := filename.Parse(name); ok && typ == filename.Table && !live[num] {
+			t.Fatalf("table %s of the failed compaction was left behind", name)
+		}
+	}
+}
+
 func newGatedDB(t *testing.T, failAt int64) (*DB, *gatedTableSyncs) {
 	t.Helper()
-	g := &gatedTableSyncs{MemFS: vfs.NewMem(), failAt: failAt, gate: make(chan struct{}), blocked: make(chan struct{})}
+	g := newGatedTableSyncs(failAt)
 	db := reviewMustOpen(t, g, &Options{
 		WriteBufferSize: 64 << 10, TargetFileSize: 16 << 10, Compression: NoCompression,
 		disableAutoCompactions: true,
@@ -144,25 +178,12 @@ func TestCompactionTableSyncFailure(t *testing.T) {
 		t.Fatalf("Compact: %v, want the injected sync failure", err)
 	}
 	v := db.vs.Current()
-	defer v.Unref()
-	if v.NumFiles(0) == 0 {
+	l0 := v.NumFiles(0)
+	v.Unref()
+	if l0 == 0 {
 		t.Fatal("the failed compaction's inputs left level 0")
 	}
-	live := make(map[uint64]bool)
-	for _, files := range v.Levels {
-		for _, f := range files {
-			live[f.Num] = true
-		}
-	}
-	names, err := g.MemFS.List(db.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		if typ, num, ok := filename.Parse(name); ok && typ == filename.Table && !live[num] {
-			t.Fatalf("table %s of the failed compaction was left behind", name)
-		}
-	}
+	checkNoStrayTables(t, g.MemFS, db, liveTables(db))
 	checkOutputsKeys(t, db, 3000)
 }
 

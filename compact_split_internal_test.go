@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/shale-db/shale/compaction"
-	"github.com/shale-db/shale/internal/filename"
 	"github.com/shale-db/shale/internal/ikey"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/rangedel"
@@ -252,17 +251,10 @@ func TestSplitCompactionPartFails(t *testing.T) {
 }
 
 func splitCompactionPartFails(t *testing.T, failAt int64) {
-	g := &gatedTableSyncs{MemFS: vfs.NewMem(), failAt: failAt, gate: make(chan struct{}), blocked: make(chan struct{})}
+	g := newGatedTableSyncs(failAt)
 	g.open()
 	db, model, snap := buildForSplit(t, g, 6000)
-	v := db.vs.Current()
-	live := make(map[uint64]bool)
-	for _, files := range v.Levels {
-		for _, f := range files {
-			live[f.Num] = true
-		}
-	}
-	v.Unref()
+	live := liveTables(db)
 	before := db.subcompactions.Load()
 	g.armed.Store(true)
 	if err := startAutoCompactions(t, db); !errors.Is(err, errInjectedSync) {
@@ -276,14 +268,6 @@ func splitCompactionPartFails(t *testing.T, failAt int64) {
 		db.mu.bgCond.Wait()
 	}
 	db.mu.Unlock()
-	names, err := g.MemFS.List(db.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		if typ, num, ok := filename.Parse(name); ok && typ == filename.Table && !live[num] {
-			t.Fatalf("table %s of the failed compaction was left behind", name)
-		}
-	}
+	checkNoStrayTables(t, g.MemFS, db, live)
 	checkSplitModel(t, db, snap, model)
 }
