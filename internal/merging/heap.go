@@ -6,14 +6,30 @@ import "github.com/shale-db/shale/internal/ikey"
 // while moving forward and descending while moving backward, so the heap
 // top is always the next entry in merged order.
 func (m *Iter) less(a, b *source) bool {
-	c := ikey.Compare(a.key, b.key)
-	if c == 0 {
-		c = a.idx - b.idx
+	var c int
+	switch {
+	case a.p0 != b.p0:
+		c = cmpUint(a.p0, b.p0)
+	case a.p1 != b.p1:
+		c = cmpUint(a.p1, b.p1)
+	default:
+		// The first 16 bytes of the user keys are equal: the keys
+		// decide, then the sources.
+		if c = ikey.Compare(a.key, b.key); c == 0 {
+			c = a.idx - b.idx
+		}
 	}
 	if m.state == reverse {
 		return c > 0
 	}
 	return c < 0
+}
+
+func cmpUint(a, b uint64) int {
+	if a < b {
+		return -1
+	}
+	return 1
 }
 
 // down restores the heap property below i after heap[i] changed.

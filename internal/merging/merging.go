@@ -35,12 +35,21 @@ const (
 	closed
 )
 
-// source is one child iterator. key caches its current key while ok.
+// source is one child iterator. key caches its current key while ok, and
+// p0 and p1 the first 16 bytes of its user key (ikey.Prefixes), which
+// order most pairs of sources with two integer comparisons.
 type source struct {
-	it  iterator.Iterator
-	key []byte
-	idx int
-	ok  bool // it stands at an entry, so the source is in the heap
+	it     iterator.Iterator
+	key    []byte
+	p0, p1 uint64
+	idx    int
+	ok     bool // it stands at an entry, so the source is in the heap
+}
+
+// setKey caches k, the source's current key.
+func (s *source) setKey(k []byte) {
+	s.key = k
+	s.p0, s.p1 = ikey.Prefixes(ikey.UserKey(k))
 }
 
 // Iter merges child iterators. It implements iterator.Iterator with these
@@ -129,7 +138,7 @@ func (s *source) do(o op, key []byte) bool {
 	}
 	s.ok = ok
 	if ok {
-		s.key = s.it.Key()
+		s.setKey(s.it.Key())
 	}
 	return ok
 }
@@ -231,7 +240,7 @@ func (m *Iter) step(o op) bool {
 		s.ok = s.it.Prev()
 	}
 	if s.ok {
-		s.key = s.it.Key()
+		s.setKey(s.it.Key())
 		h := m.heap
 		if len(h) < 2 {
 			return true

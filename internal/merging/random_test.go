@@ -18,13 +18,18 @@ import (
 // It returns the sources and the merged model: entries ordered by key,
 // then by source index.
 func randomSources(rng *rand.Rand, n int, dups bool) ([][]itertest.KV, []itertest.KV) {
+	return randomSourcesOf(rng, n, dups, func(r *rand.Rand) []byte { return itertest.InternalKey(r, 20) })
+}
+
+// randomSourcesOf is randomSources over the internal keys that key draws.
+func randomSourcesOf(rng *rand.Rand, n int, dups bool, key func(*rand.Rand) []byte) ([][]itertest.KV, []itertest.KV) {
 	srcs := make([][]itertest.KV, n)
 	if n == 0 {
 		return srcs, nil
 	}
 	seen := map[string]bool{}
 	for i, total := 0, rng.IntN(80); i < total; i++ {
-		k := itertest.InternalKey(rng, 20)
+		k := key(rng)
 		if seen[string(k)] && !dups {
 			continue
 		}
@@ -45,16 +50,36 @@ func randomSources(rng *rand.Rand, n int, dups bool) ([][]itertest.KV, []itertes
 }
 
 func TestMergeRandom(t *testing.T) {
+	mergeRandom(t, func(r *rand.Rand) []byte { return itertest.InternalKey(r, 20) })
+}
+
+// TestMergeRandomLongKeys is TestMergeRandom over user keys around the 16
+// bytes that the heap compares as two integers before it compares keys:
+// keys that share those 16 bytes and differ after them, keys shorter than
+// 16 bytes that end in zero bytes (which the integers pad with), and
+// bytes at both ends of the range.
+func TestMergeRandomLongKeys(t *testing.T) {
+	mergeRandom(t, func(r *rand.Rand) []byte {
+		k := []byte("0123456789abcdef0")[:r.IntN(18)]
+		k = append([]byte(nil), k...)
+		for range r.IntN(3) {
+			k = append(k, []byte{0, 1, 0xff}[r.IntN(3)])
+		}
+		return ikey.Make(k, r.Uint64N(6), ikey.Kind(r.IntN(2)))
+	})
+}
+
+func mergeRandom(t *testing.T, key func(*rand.Rand) []byte) {
 	rng := itertest.Rand(t)
 	boom := errors.New("boom")
 	cfg := itertest.Config{
 		Cmp:       ikey.Compare,
-		SeekKey:   func(r *rand.Rand) []byte { return itertest.InternalKey(r, 22) },
+		SeekKey:   key,
 		FormatKey: ikey.String,
 		Ops:       200,
 	}
 	for trial := range itertest.Scale(400, 40000) {
-		srcs, want := randomSources(rng, rng.IntN(7), trial%4 == 0)
+		srcs, want := randomSourcesOf(rng, rng.IntN(7), trial%4 == 0, key)
 		kids := make([]*itertest.Iter, len(srcs))
 		iters := make([]iterator.Iterator, len(srcs))
 		for i, kvs := range srcs {
