@@ -125,7 +125,11 @@ type Outputs interface {
 	// Create starts a new output table and returns its writer.
 	Create() (*sstable.Writer, error)
 	// Finish closes the writer Create returned last, after its last
-	// entry, and makes the table durable.
+	// entry. It need not make the table durable before it returns (shale's
+	// compactions sync each table beside the writing of the next), but
+	// whoever records the outputs must first wait until every table Run
+	// finished is durable: an edit must never name a table a crash could
+	// lose.
 	Finish(w *sstable.Writer) error
 }
 
