@@ -50,7 +50,9 @@ func randomSourcesOf(rng *rand.Rand, n int, dups bool, key func(*rand.Rand) []by
 }
 
 func TestMergeRandom(t *testing.T) {
-	mergeRandom(t, func(r *rand.Rand) []byte { return itertest.InternalKey(r, 20) })
+	// Seeks reach sequence numbers above every entry's.
+	mergeRandom(t, func(r *rand.Rand) []byte { return itertest.InternalKey(r, 20) },
+		func(r *rand.Rand) []byte { return itertest.InternalKey(r, 22) })
 }
 
 // TestMergeRandomLongKeys is TestMergeRandom over user keys around the 16
@@ -59,22 +61,28 @@ func TestMergeRandom(t *testing.T) {
 // 16 bytes that end in zero bytes (which the integers pad with), and
 // bytes at both ends of the range.
 func TestMergeRandomLongKeys(t *testing.T) {
-	mergeRandom(t, func(r *rand.Rand) []byte {
-		k := []byte("0123456789abcdef0")[:r.IntN(18)]
-		k = append([]byte(nil), k...)
-		for range r.IntN(3) {
-			k = append(k, []byte{0, 1, 0xff}[r.IntN(3)])
+	key := func(maxSeq uint64) func(*rand.Rand) []byte {
+		return func(r *rand.Rand) []byte {
+			k := []byte("0123456789abcdef0")[:r.IntN(18)]
+			k = append([]byte(nil), k...)
+			for range r.IntN(3) {
+				k = append(k, []byte{0, 1, 0xff}[r.IntN(3)])
+			}
+			return ikey.Make(k, r.Uint64N(maxSeq), ikey.Kind(r.IntN(2)))
 		}
-		return ikey.Make(k, r.Uint64N(6), ikey.Kind(r.IntN(2)))
-	})
+	}
+	mergeRandom(t, key(6), key(8))
 }
 
-func mergeRandom(t *testing.T, key func(*rand.Rand) []byte) {
+// mergeRandom checks merged random sources of the internal keys that key
+// draws against their model, positioned with seeks to keys that seekKey
+// draws.
+func mergeRandom(t *testing.T, key, seekKey func(*rand.Rand) []byte) {
 	rng := itertest.Rand(t)
 	boom := errors.New("boom")
 	cfg := itertest.Config{
 		Cmp:       ikey.Compare,
-		SeekKey:   key,
+		SeekKey:   seekKey,
 		FormatKey: ikey.String,
 		Ops:       200,
 	}
