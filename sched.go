@@ -94,12 +94,8 @@ func (db *DB) splitWantedLocked(c *compaction.Compaction) bool {
 	if c.StartLevel != 0 {
 		return false
 	}
-	return len(c.Inputs[0]) > l0CompactionTrigger || db.levelPressure.Load() > 0 || db.idleCompactL0Locked()
+	return len(c.Inputs[0]) > compaction.DefaultL0Trigger || db.levelPressure.Load() > 0 || db.idleCompactL0Locked()
 }
-
-// l0CompactionTrigger is the number of level-0 tables at which level 0 is
-// due for compaction (compaction.Options.L0Trigger's default).
-const l0CompactionTrigger = 4
 
 // pickLocked asks the picker for the next automatic compaction.
 func (db *DB) pickLocked() *compaction.Compaction {

@@ -44,6 +44,9 @@ type LSM interface {
 	Tables(level int) []Table
 }
 
+// DefaultL0Trigger is Options.L0Trigger's default.
+const DefaultL0Trigger = 4
+
 // Options tune picking. Zero fields take the defaults in brackets.
 type Options struct {
 	// L0Trigger is the number of level-0 tables at which level 0's score
@@ -74,7 +77,7 @@ func (o Options) WithDefaults() Options {
 		}
 	}
 	if o.L0Trigger <= 0 {
-		o.L0Trigger = 4
+		o.L0Trigger = DefaultL0Trigger
 	}
 	def(&o.BaseLevelMinBytes, 4<<20)
 	def(&o.Multiplier, 10)
