@@ -66,6 +66,14 @@ func BenchmarkScanBottomHeavy(b *testing.B) {
 	scanBench(b, srcs)
 }
 
+// BenchmarkScanAlone is BenchmarkScan over one source beside an empty one,
+// as a settled database's scan with an empty memtable: the merge steps a
+// source that is alone in its heap.
+func BenchmarkScanAlone(b *testing.B) {
+	srcs, _ := benchSources(1)
+	scanBench(b, [][]itertest.KV{srcs[0], nil})
+}
+
 // scanBench times b.N forward steps over srcs merged, in full scans.
 func scanBench(b *testing.B, srcs [][]itertest.KV) {
 	it := newMerged(srcs)

@@ -37,7 +37,11 @@ const (
 
 // source is one child iterator. key caches its current key while ok, and
 // p0 and p1 the first 16 bytes of its user key (ikey.Prefixes), which
-// order most pairs of sources with two integer comparisons.
+// order most pairs of sources with two integer comparisons. A source that
+// steps alone in the heap is compared with nothing, so step leaves its
+// prefixes stale: only reposition and SeekGELifted add sources to a heap,
+// each through do, which sets them (SkipForward only drops or re-seeks
+// the sources already in it).
 type source struct {
 	it     iterator.Iterator
 	key    []byte
@@ -240,11 +244,12 @@ func (m *Iter) step(o op) bool {
 		s.ok = s.it.Prev()
 	}
 	if s.ok {
-		s.setKey(s.it.Key())
 		h := m.heap
 		if len(h) < 2 {
+			s.key = s.it.Key()
 			return true
 		}
+		s.setKey(s.it.Key())
 		j := m.second
 		if j == 0 {
 			j = 1
