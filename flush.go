@@ -270,14 +270,15 @@ func (db *DB) switchMemtableLocked(reason string) error {
 		mem: db.mu.mem, lastSeq: db.commit.lastSeq, log: old, next: log, // the caller is the commit leader
 		reason: reason,
 	})
-	// A memtable keeps a filter of its keys when the one it replaces
-	// served Gets (memtable.ReadOften): Gets skip it for the keys it does
-	// not hold, at a price to every write that a bulk load does not pay.
-	var filterFor int64
+	// A memtable keeps a filter of its keys from the start when the one
+	// it replaces served Gets (memtable.ReadOften): Gets skip it for the
+	// keys it does not hold, at a price to every write that a bulk load
+	// does not pay. Otherwise it builds one once Gets read it often.
 	if db.mu.mem.ReadOften() {
-		filterFor = db.opts.WriteBufferSize
+		db.mu.mem = memtable.NewSized(db.memChunks, db.opts.WriteBufferSize)
+	} else {
+		db.mu.mem = memtable.NewLazy(db.memChunks, db.opts.WriteBufferSize)
 	}
-	db.mu.mem = memtable.NewSized(db.memChunks, filterFor)
 	db.mu.switched++
 	db.bgWG.Add(1)
 	go db.retireLog(log)

@@ -277,7 +277,7 @@ func (db *DB) finishRecovery(rec *replayResult) error {
 	}
 	if !carry { // the replayed writes are in the table: start empty
 		db.mu.mem.Unref()
-		db.mu.mem = memtable.NewIn(db.memChunks)
+		db.mu.mem = memtable.NewLazy(db.memChunks, db.opts.WriteBufferSize)
 	}
 	if err := db.markForCompressedLogs(); err != nil {
 		return err

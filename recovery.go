@@ -149,7 +149,7 @@ func (db *DB) replayLogs() (_ *replayResult, err error) {
 	}
 	res := &replayResult{
 		report:   RecoveryReport{Mode: db.opts.Recovery},
-		mem:      memtable.NewIn(db.memChunks),
+		mem:      memtable.NewLazy(db.memChunks, db.opts.WriteBufferSize),
 		carry:    carried{chunks: db.memChunks},
 		edit:     &manifest.VersionEdit{},
 		lastSeq:  db.vs.LastSequence(),
@@ -411,7 +411,7 @@ func (db *DB) replayRecord(res *replayResult, lr *LogRecovery, rec []byte, off i
 			return true, err
 		}
 		db.startReplayFlush(res, res.mem)
-		res.mem = memtable.NewIn(db.memChunks)
+		res.mem = memtable.NewLazy(db.memChunks, db.opts.WriteBufferSize)
 		res.tableSeq = res.lastSeq
 		res.carry.release()
 		res.carryBytes, res.carryOff = 0, false

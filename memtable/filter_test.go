@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/shale-db/shale/internal/ikey"
 )
@@ -13,7 +14,7 @@ import (
 // compares every Get, of held keys, deleted ones and keys never written.
 func TestSizedMemtableAgainstPlain(t *testing.T) {
 	m, want := NewSized(nil, 1), New()
-	limit := int(m.filter.Limit())
+	limit := int(m.filter.Load().Limit())
 	rng := rand.New(rand.NewPCG(5, 6))
 	var keys [][]byte
 	for i := range 2 * limit {
@@ -26,7 +27,7 @@ func TestSizedMemtableAgainstPlain(t *testing.T) {
 		want.Add(uint64(i+1), kind, k, k)
 		keys = append(keys, k, fmt.Appendf(nil, "absent%d", i))
 		if i == limit/2 || i == 2*limit-1 {
-			if full := m.filter.Full(); full != (i > limit) {
+			if full := m.filter.Load().Full(); full != (i > limit) {
 				t.Fatalf("after %d adds the filter's full is %v", i+1, full)
 			}
 			sameMemtable(t, m, want, keys, ikey.MaxSeq)
@@ -83,8 +84,120 @@ func TestReadOften(t *testing.T) {
 		if !m.ReadOften() || m.gets.Load() != readOftenGets {
 			t.Fatalf("after %d Gets: ReadOften %v, count %d", readOftenGets+1, m.ReadOften(), m.gets.Load())
 		}
-		if m.Filtered() != (m.filter != nil) {
+		if m.Filtered() != (m.filter.Load() != nil) {
 			t.Fatal("Filtered disagrees with the filter")
 		}
+	}
+}
+
+// TestLazyFilter fills a memtable made by NewLazy, then reads it often
+// enough to start the build of its filter while a writer keeps adding
+// keys, and checks that the filter, once it answers, holds every key
+// written before, during and after the build (a Get finds each), still
+// rules most absent keys out, and that a memtable made with no buffer size
+// never builds one.
+func TestLazyFilter(t *testing.T) {
+	{
+		m := NewLazy(nil, 0)
+		m.Add(1, ikey.KindSet, []byte("k"), nil)
+		for range 2 * readOftenGets {
+			m.Get([]byte("absent"), ikey.MaxSeq)
+		}
+		if m.Filtered() || m.wfilter != nil {
+			t.Fatal("a memtable made with no buffer size built a filter")
+		}
+	}
+
+	m := NewLazy(nil, 4<<20)
+	key := func(i int) []byte { return fmt.Appendf(nil, "key%08d", i) }
+	// The writers' keys sort before every other: once the build's walk
+	// has passed the start of the index, it meets none of them, and only
+	// their writer can put them in the filter.
+	wkey := func(i int) []byte { return fmt.Appendf(nil, "a%08d", i) }
+	const before = 20 * buildFilterRun
+	for i := range before {
+		m.Add(uint64(i+1), ikey.KindSet, key(2*i), nil)
+	}
+	if m.Filtered() {
+		t.Fatal("filtered before any Get")
+	}
+	// Between the build's runs, more keys are written, of which the walk
+	// meets none; and a writer goes on adding beside the build, and
+	// stops a while after the filter answers.
+	var between [][]byte
+	testHookFilterRun = func(hm *Memtable) {
+		if hm != m {
+			return
+		}
+		if hm.Filtered() {
+			t.Error("the filter answers Gets before the walk is done")
+		}
+		for range 3 {
+			k := fmt.Appendf(nil, "0%08d", len(between))
+			hm.Add(uint64(1<<40+len(between)), ikey.KindSet, k, nil)
+			between = append(between, k)
+		}
+	}
+	defer func() { testHookFilterRun = nil }()
+	written := make(chan int)
+	stop := make(chan struct{})
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				written <- i
+				return
+			default:
+			}
+			m.Add(uint64(before+i+1), ikey.KindSet, wkey(i), nil)
+		}
+	}()
+	for range readOftenGets {
+		if _, found, _ := m.Get(key(1), ikey.MaxSeq); found {
+			t.Fatal("found a key never added")
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !m.Filtered() {
+		if time.Now().After(deadline) {
+			t.Fatal("the filter was not built within 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(5 * time.Millisecond)
+	close(stop)
+	n := <-written
+	f := m.filter.Load()
+	if f.Full() {
+		t.Fatalf("the filter is full after %d keys (limit %d)", before+n, f.Limit())
+	}
+	if len(between) == 0 {
+		t.Fatal("the build ran in one run")
+	}
+	for i, k := range between {
+		if _, found, _ := m.Get(k, ikey.MaxSeq); !found {
+			t.Fatalf("key %d of the %d written between the build's runs not found through the filter", i, len(between))
+		}
+	}
+	for i := range n {
+		if _, found, _ := m.Get(wkey(i), ikey.MaxSeq); !found {
+			t.Fatalf("key %d of the %d written beside the build not found through the filter", i, n)
+		}
+	}
+	absentPass := 0
+	for i := range before {
+		if _, found, _ := m.Get(key(2*i), ikey.MaxSeq); !found {
+			t.Fatalf("key %d of the %d written before the build not found through the filter", i, before)
+		}
+		if f.MayContain(key(2*i + 1)) {
+			absentPass++
+		}
+	}
+	if absentPass > before/10 {
+		t.Fatalf("the filter passes %d of %d absent keys", absentPass, before)
+	}
+	// The Ref the build took is given back.
+	if r := m.refs.Load(); r != 1 {
+		t.Fatalf("%d references after the build, want 1", r)
 	}
 }

@@ -203,9 +203,15 @@ type Memtable struct {
 	n     atomic.Int64
 	dels  atomic.Int64 // entries that are deletions
 	refs  atomic.Int32 // see Ref
-	// filter holds the user keys of every entry (nil: no filter; see
-	// NewSized).
-	filter *keyfilter.Filter
+	// filter holds the user keys of every entry, for Gets (nil: no
+	// filter, or not yet; see NewSized and NewLazy).
+	filter atomic.Pointer[keyfilter.Filter]
+	// wfilter is the filter writers add their keys to: filter's, or the
+	// one buildFilter is filling before it answers. Guarded by wmu.
+	wfilter *keyfilter.Filter
+	// lazyBytes, if > 0, is the write buffer a filter built once Gets
+	// read the memtable often is sized for (NewLazy).
+	lazyBytes int64
 	// gets counts the Gets served, up to readOftenGets (see ReadOften).
 	gets atomic.Int64
 }
@@ -223,8 +229,9 @@ const readOftenGets = 4096
 // readOftenGets, so that Gets from many goroutines stop writing to it.
 func (m *Memtable) ReadOften() bool { return m.gets.Load() >= readOftenGets }
 
-// Filtered reports whether m keeps a filter of its keys (see NewSized).
-func (m *Memtable) Filtered() bool { return m.filter != nil }
+// Filtered reports whether m keeps a filter of its keys that Gets consult
+// (see NewSized and NewLazy).
+func (m *Memtable) Filtered() bool { return m.filter.Load() != nil }
 
 // KeyFilter returns m's filter of its keys, for the level-0 table a flush
 // writes from m to keep (see manifest.FileMeta.KeyFilter), or nil if m
@@ -232,10 +239,10 @@ func (m *Memtable) Filtered() bool { return m.filter != nil }
 // writes (a memtable being flushed): the nil it returns for a full filter
 // holds only for the keys added before.
 func (m *Memtable) KeyFilter() *keyfilter.Filter {
-	if m.filter == nil || m.filter.Full() {
-		return nil
+	if f := m.filter.Load(); f != nil && !f.Full() {
+		return f
 	}
-	return m.filter
+	return nil
 }
 
 // New returns an empty Memtable whose bytes live on the Go heap.
@@ -250,7 +257,11 @@ func NewIn(c *Chunks) *Memtable { return NewSized(c, 0) }
 // that, which lets a Get of a key it does not hold skip its index (see
 // keyfilter). With bufferBytes 0 it keeps none.
 func NewSized(c *Chunks, bufferBytes int64) *Memtable {
-	m := &Memtable{arena: arena{chunkSize: arenaChunkSize, pool: c}, filter: keyfilter.New(bufferBytes)}
+	m := &Memtable{arena: arena{chunkSize: arenaChunkSize, pool: c}}
+	if f := keyfilter.New(bufferBytes); f != nil {
+		m.filter.Store(f)
+		m.wfilter = f
+	}
 	m.mu.idx = newIndex()
 	if m.arena.offHeap() {
 		// Inserts run with wmu held, which guards the arena.
@@ -259,6 +270,74 @@ func NewSized(c *Chunks, bufferBytes int64) *Memtable {
 	m.refs.Store(1)
 	return m
 }
+
+// NewLazy is NewIn for a memtable that will be filled to about
+// bufferBytes, which keeps no filter of its keys until Gets have read it
+// often (ReadOften): the Get that finds it so starts building one, sized
+// for bufferBytes, of the keys it holds then and those written after (see
+// buildFilter). So a memtable filled with no Gets beside it (a load) pays
+// nothing for a filter, and one read often after its writes stopped (the
+// last one of a load, read until the next write fills it) still answers
+// the Gets of keys it does not hold from the filter. With bufferBytes 0 it
+// never keeps one.
+func NewLazy(c *Chunks, bufferBytes int64) *Memtable {
+	m := NewSized(c, 0)
+	m.lazyBytes = bufferBytes
+	return m
+}
+
+// buildFilterRun is how many entries buildFilter adds under the writers'
+// lock at a time: about 100 µs of it, which a write may wait.
+const buildFilterRun = 1024
+
+// buildFilter builds the filter of a memtable made by NewLazy, and drops
+// the reference its caller took for it. Writers add their keys to the
+// new filter from the start (wfilter), while it walks the index a run of
+// entries at a time under their lock, so that no write waits for the
+// whole walk; the filter answers Gets only once the walk has added every
+// key the index held before. An entry the walk meets that a writer added
+// too is added twice, which changes nothing.
+func (m *Memtable) buildFilter() {
+	defer m.Unref()
+	f := keyfilter.New(m.lazyBytes)
+	m.wmu.Lock()
+	m.wfilter = f
+	m.wmu.Unlock()
+	var from entry
+	first := true
+	for {
+		n := 0
+		m.wmu.Lock()
+		m.mu.RLock()
+		visit := func(e entry) bool {
+			f.Add(e.ukey())
+			from = e
+			n++
+			return n < buildFilterRun
+		}
+		if first {
+			m.mu.idx.ascend(visit)
+		} else {
+			m.mu.idx.ascendGE(from, visit)
+		}
+		m.mu.RUnlock()
+		done := n < buildFilterRun || f.Full()
+		if done {
+			m.filter.Store(f)
+		}
+		m.wmu.Unlock()
+		if done {
+			return
+		}
+		if testHookFilterRun != nil {
+			testHookFilterRun(m)
+		}
+		first = false
+	}
+}
+
+// testHookFilterRun, if set, is called by buildFilter between runs.
+var testHookFilterRun func(*Memtable)
 
 // Ref takes a reference on m: its bytes stay in place until every
 // reference is given back with Unref. A memtable made by NewIn starts with
@@ -284,8 +363,8 @@ func (m *Memtable) Unref() {
 // records ukey in the filter.
 // Called with wmu held.
 func (m *Memtable) makeEntry(seq uint64, kind ikey.Kind, ukey, value []byte) entry {
-	if m.filter != nil {
-		m.filter.Add(ukey)
+	if m.wfilter != nil {
+		m.wfilter.Add(ukey)
 	}
 	kl := len(ukey) + ikey.TrailerLen
 	b := m.arena.alloc(kl + len(value))
@@ -511,10 +590,11 @@ func (m *Memtable) Get(ukey []byte, seq uint64) (value []byte, found, deleted bo
 // GetEntry is Get that also returns the sequence number of the version
 // found, which a range deletion covering ukey may be above.
 func (m *Memtable) GetEntry(ukey []byte, seq uint64) (value []byte, entrySeq uint64, found, deleted bool) {
-	if m.gets.Load() < readOftenGets {
-		m.gets.Add(1)
+	if m.gets.Load() < readOftenGets && m.gets.Add(1) == readOftenGets && m.lazyBytes > 0 {
+		m.Ref() // the caller holds one: m is not released
+		go m.buildFilter()
 	}
-	if m.filter != nil && !m.filter.MayContain(ukey) {
+	if f := m.filter.Load(); f != nil && !f.MayContain(ukey) {
 		return nil, 0, false, false
 	}
 	if seq > ikey.MaxSeq {
