@@ -81,6 +81,10 @@ type Reader struct {
 	// rangeDels are the table's range deletions, read at Open.
 	rangeDels rangedel.Spans
 
+	// rawBlocks is set while the data blocks last read were stored
+	// uncompressed (see readDecoded).
+	rawBlocks atomic.Bool
+
 	skipChecksums bool // only for fuzzing
 }
 
@@ -613,14 +617,27 @@ func (t *Reader) dataBlock(h BlockHandle, noFill bool, ra *readahead) ([]byte, *
 }
 
 // readDataBlock reads the block at h from the file and decodes it into a
-// new Value from the block cache's memory.
+// new Value from the block cache's memory. While the table's blocks come
+// stored uncompressed (rawBlocks: values that do not compress, whose
+// blocks the writer stores as they are), a block is read straight into its
+// Value and kept there with its trailer's five bytes cut off (readRaw): a
+// copy of the whole block less, into memory the processor's caches have
+// not seen (a seventh of a random Get's time, from a database of random
+// values several times the block cache).
 func (t *Reader) readDataBlock(h BlockHandle) (*cache.Value, error) {
+	if t.rawBlocks.Load() {
+		if err := t.checkHandle(h); err != nil {
+			return nil, err
+		}
+		return t.readRaw(h, t.opts.Cache)
+	}
 	return t.readDecoded(h, t.opts.Cache)
 }
 
 // readDecoded reads the block at h and decodes it into a new Value from c
 // (nil: Go memory). The stored bytes are read into a pooled buffer and only
-// the decoded block is kept.
+// the decoded block is kept (but see readDataBlock). A block found stored
+// uncompressed sets rawBlocks.
 func (t *Reader) readDecoded(h BlockHandle, c *cache.Cache) (*cache.Value, error) {
 	if err := t.checkHandle(h); err != nil {
 		return nil, err
@@ -637,7 +654,39 @@ func (t *Reader) readDecoded(h BlockHandle, c *cache.Cache) (*cache.Value, error
 	if err := t.readAt(buf, int64(h.Offset)); err != nil {
 		return nil, err
 	}
-	return t.decodeValue(h, buf, c)
+	stored, typ, err := t.verifyRaw(h, buf)
+	if err != nil {
+		return nil, err
+	}
+	if typ == blockTypeNone {
+		t.rawBlocks.Store(true)
+	}
+	return t.decodeStored(h, stored, typ, c)
+}
+
+// readRaw is readDecoded for a data block expected to be stored
+// uncompressed: it is read, with its trailer, into a Value from c and kept
+// there. One that is not is decoded into a second Value, and the blocks
+// read after it go through the pooled buffer again.
+func (t *Reader) readRaw(h BlockHandle, c *cache.Cache) (*cache.Value, error) {
+	v := c.Alloc(int(h.Length + TrailerLen))
+	if err := t.readAt(v.Bytes(), int64(h.Offset)); err != nil {
+		v.Release()
+		return nil, err
+	}
+	stored, typ, err := t.verifyRaw(h, v.Bytes())
+	if err != nil {
+		v.Release()
+		return nil, err
+	}
+	if typ == blockTypeNone {
+		v.Trim(len(stored))
+		return v, nil
+	}
+	t.rawBlocks.Store(false)
+	d, err := t.decodeStored(h, stored, typ, c)
+	v.Release()
+	return d, err
 }
 
 // decodeValue verifies and decodes the block at h from raw, its bytes and
@@ -719,7 +768,8 @@ func (t *Reader) Get(ukey []byte, seq uint64, dst []byte) (value []byte, kind ik
 // GetEntry is Get that also returns the sequence number of the entry
 // found, which a range deletion covering ukey may be above.
 func (t *Reader) GetEntry(ukey []byte, seq uint64, dst []byte) (value []byte, entrySeq uint64, kind ikey.Kind, found bool, err error) {
-	seek := ikey.SeekKey(ukey, seq)
+	var sb [getKeyRoom]byte // keeps a short key's seek key off the heap
+	seek := ikey.Append(sb[:0], ukey, seq, ikey.KindSeek)
 	iv, ib, err := t.acquireIndexForGet()
 	if err != nil {
 		return nil, 0, 0, false, err
@@ -758,6 +808,10 @@ func (t *Reader) GetEntry(ukey []byte, seq uint64, dst []byte) (value []byte, en
 		}
 	}
 }
+
+// getKeyRoom is the room on Get's stack for its seek key: a longer one
+// takes an allocation.
+const getKeyRoom = 64
 
 // getInBlock is Get's search of one block, b at h. done is false when
 // every entry of the block is below seek.

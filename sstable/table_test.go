@@ -628,3 +628,67 @@ func (c *metaReadCounter) ReadAt(p []byte, off int64) (int, error) {
 	}
 	return c.r.ReadAt(p, off)
 }
+
+// TestRawBlocksReadIntoValues reads a table whose data blocks come in runs
+// stored uncompressed (random values) and runs stored with snappy, block
+// by block with and without a cache: each Get's answer is checked, a block
+// stored uncompressed sets Reader.rawBlocks and a snappy one clears it (so
+// both readDataBlock's ways are taken, and each meets blocks of the other
+// kind), and a damaged uncompressed block read the direct way is reported
+// with the file and its offset.
+func TestRawBlocksReadIntoValues(t *testing.T) {
+	rng := rand.New(rand.NewSource(9))
+	var model []kv
+	for i := range 300 {
+		val := make([]byte, 200) // a block of its own
+		if i/3%2 == 0 {
+			rng.Read(val) // three blocks that do not compress
+		} else {
+			for j := range val {
+				val[j] = 'a' + byte(j%3)
+			}
+		}
+		model = append(model, kv{ikey.Make(fmt.Appendf(nil, "k%04d", i), 1, ikey.KindSet), val})
+	}
+	b := writeTable(t, model, WriterOptions{BlockSize: 100, Compression: DefaultCompression})
+	for _, c := range []*cache.Cache{nil, cache.New(32 << 10)} {
+		r := openTable(t, b, ReaderOptions{FileName: "raw.ldb", FileNum: 3, Cache: c})
+		for pass := range 2 {
+			for i, e := range model {
+				v, _, found, err := r.Get(ikey.UserKey(e.key), ikey.MaxSeq, nil)
+				if err != nil || !found || !bytes.Equal(v, e.val) {
+					t.Fatalf("pass %d: Get(%q) = %v, %v, equal %v", pass, ikey.UserKey(e.key), found, err, bytes.Equal(v, e.val))
+				}
+				if raw := i/3%2 == 0; c == nil && r.rawBlocks.Load() != raw {
+					t.Fatalf("pass %d: after entry %d, rawBlocks %v", pass, i, !raw)
+				}
+			}
+		}
+		checkIter(t, r.NewIter(), model, probeKeys(model), rng)
+	}
+
+	l, err := openTable(t, b, ReaderOptions{}).Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain []BlockHandle
+	for _, blk := range l.Blocks {
+		if blk.Kind == "data" && blk.Compression == int(blockTypeNone) {
+			plain = append(plain, blk.Handle)
+		}
+	}
+	if len(plain) < 4 {
+		t.Fatalf("%d uncompressed data blocks", len(plain))
+	}
+	damaged := bytes.Clone(b)
+	r := openTable(t, damaged, ReaderOptions{FileName: "raw.ldb"})
+	if _, _, _, err := r.Get(ikey.UserKey(model[0].key), ikey.MaxSeq, nil); err != nil || !r.rawBlocks.Load() {
+		t.Fatalf("first block: %v, rawBlocks %v", err, r.rawBlocks.Load())
+	}
+	h := plain[1] // entry 1's
+	damaged[h.Offset+h.Length/2] ^= 0x40
+	_, _, _, err = r.Get(ikey.UserKey(model[1].key), ikey.MaxSeq, nil)
+	if err == nil || !strings.Contains(err.Error(), "raw.ldb") || !strings.Contains(err.Error(), fmt.Sprint(h.Offset)) || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("damaged block at %d: %v", h.Offset, err)
+	}
+}
