@@ -40,9 +40,9 @@ import (
 // numShards is the number of independent LRU lists. A power of two.
 const numShards = 16
 
-// entryOverhead approximates the bytes an entry costs beyond its value
-// (the entry struct and the map slots), so that a cache of tiny values
-// stays bounded too.
+// entryOverhead approximates the bytes an entry costs beyond its buffer
+// (the Value and its map slot), so that a cache of tiny values stays
+// bounded too.
 const entryOverhead = 64
 
 // Cache is a sharded LRU cache of immutable byte slices by total size.
@@ -72,6 +72,14 @@ type Value struct {
 	// or filter), set before the Value is cached and not changed after.
 	// A Value with Aux is counted as an index or filter block.
 	Aux any
+
+	// A cached Value is its own entry in its shard: linked is set while it
+	// is, and key, prev and next, guarded by the shard's lock, place it in
+	// the shard's map and LRU list. So a block is cached with no
+	// allocation but its Value's.
+	linked     atomic.Bool
+	key        blockKey
+	prev, next *Value
 }
 
 // Bytes returns the value's bytes, valid until the caller's Release.
@@ -179,7 +187,7 @@ func New(capacity int64) *Cache {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.capacity = per
-		s.entries = make(map[blockKey]*entry)
+		s.entries = make(map[blockKey]*Value)
 		s.lru.prev, s.lru.next = &s.lru, &s.lru
 	}
 	return c
@@ -216,7 +224,8 @@ func (c *Cache) Alloc(n int) *Value {
 // capacity. The cache takes a reference of its own; the caller keeps its
 // own and must not modify v's bytes or Aux afterwards. It reports whether
 // v stayed cached: false if it is larger than a shard may hold (see Fits),
-// if c is nil, or if making room evicted v itself.
+// if c is nil, if making room evicted v itself, or if v is cached already
+// under another block's name (a Value is cached under one at a time).
 func (c *Cache) Set(fileNum, offset uint64, v *Value) bool {
 	if c == nil {
 		return false
@@ -316,18 +325,12 @@ func (c *Cache) shard(fileNum, offset uint64) *shard {
 // blockKey names a block: its table's file number and its offset there.
 type blockKey struct{ fileNum, offset uint64 }
 
-// entry is one cached block, linked into its shard's LRU list.
-type entry struct {
-	fileNum, offset uint64
-	value           *Value
-	prev, next      *entry
-}
+// charge is what a cached v costs its shard: its buffer's whole size
+// class, and the overhead.
+func (v *Value) charge() int64 { return int64(cap(v.buf)) + entryOverhead }
 
-// charge counts the buffer's whole size class.
-func (e *entry) charge() int64 { return int64(cap(e.value.buf)) + entryOverhead }
-
-// shard is one LRU list. lru is a sentinel: lru.next is the most recently
-// used entry, lru.prev the least.
+// shard is one LRU list of the Values it caches. lru is a sentinel:
+// lru.next is the most recently used Value, lru.prev the least.
 type shard struct {
 	mu       sync.Mutex
 	capacity int64
@@ -336,8 +339,8 @@ type shard struct {
 	count    int
 	hits     int64
 	misses   int64
-	entries  map[blockKey]*entry
-	lru      entry
+	entries  map[blockKey]*Value
+	lru      Value
 	// The shards sit side by side: padding keeps one's lock and list off
 	// the cache lines of the next.
 	_ [64]byte
@@ -350,14 +353,13 @@ type shard struct {
 // a cache larger than the processor's.
 func (s *shard) get(fileNum, offset uint64) *Value {
 	s.mu.Lock()
-	e := s.entries[blockKey{fileNum, offset}]
-	if e == nil {
+	v := s.entries[blockKey{fileNum, offset}]
+	if v == nil {
 		s.misses++
 		s.mu.Unlock()
 		return nil
 	}
 	s.hits++
-	v := e.value
 	v.refs.Add(1)
 	v.markUsed()
 	s.mu.Unlock()
@@ -373,90 +375,89 @@ func (s *shard) get(fileNum, offset uint64) *Value {
 // had its pass, a data block v goes before an index or filter block. It
 // reports whether v stayed.
 func (s *shard) set(fileNum, offset uint64, v *Value) bool {
-	e := &entry{fileNum: fileNum, offset: offset, value: v}
 	var buf [4]*Value
-	dropped := buf[:0]
 	s.mu.Lock()
-	kept := s.setLocked(e, &dropped)
+	kept, dropped := s.setLocked(blockKey{fileNum, offset}, v, buf[:0])
 	s.mu.Unlock()
 	releaseAll(dropped)
 	return kept
 }
 
-// setLocked is set's work under the shard's lock; it adds the Values it
-// evicts to dropped, for set to release once it has let the lock go.
-func (s *shard) setLocked(e *entry, dropped *[]*Value) bool {
-	v := e.value
-	k := blockKey{e.fileNum, e.offset}
+// setLocked is set's work under the shard's lock; it returns dropped with
+// the Values it evicted added, for set to release once it has let the
+// lock go.
+func (s *shard) setLocked(k blockKey, v *Value, dropped []*Value) (bool, []*Value) {
 	if old := s.entries[k]; old != nil {
-		*dropped = append(*dropped, s.removeLocked(old))
+		dropped = append(dropped, s.removeLocked(old))
 	}
-	if e.charge() > s.capacity {
-		return false
+	if v.charge() > s.capacity || !v.linked.CompareAndSwap(false, true) {
+		return false, dropped
 	}
+	v.key = k
 	v.refs.Add(1)
 	v.resident.Store(true)
-	s.entries[k] = e
-	s.pushFront(e)
-	s.size += e.charge()
+	s.entries[k] = v
+	s.pushFront(v)
+	s.size += v.charge()
 	if v.Aux != nil {
-		s.meta += e.charge()
+		s.meta += v.charge()
 	}
 	s.count++
 	kept := true
 	for passes := 0; s.size > s.capacity; {
 		last := s.lru.prev
-		if passes < 2*s.count && (last == e || last.value.used.Load()) {
-			last.value.used.Store(false)
+		if passes < 2*s.count && (last == v || last.used.Load()) {
+			last.used.Store(false)
 			s.unlink(last)
 			s.pushFront(last)
 			passes++
 			continue
 		}
-		if kept && last != e && passes >= s.count && last.value.Aux != nil && e.value.Aux == nil {
+		if kept && last != v && passes >= s.count && last.Aux != nil && v.Aux == nil {
 			// Every block has had its pass, and the oldest is an index
 			// or filter block: the new data block goes instead. Blocks
 			// of a large table's index or filter can fill most of a
 			// shard; given no more than a data block's due, they were
 			// evicted and read again at every few inserts there.
-			last = e
+			last = v
 		}
-		if last == e {
+		if last == v {
 			kept = false
 		}
-		*dropped = append(*dropped, s.removeLocked(last))
+		dropped = append(dropped, s.removeLocked(last))
 	}
-	return kept
+	return kept, dropped
 }
 
 func (s *shard) evictFile(fileNum uint64) {
 	var dropped []*Value
 	s.mu.Lock()
-	for k, e := range s.entries {
+	for k, v := range s.entries {
 		if k.fileNum == fileNum {
-			dropped = append(dropped, s.removeLocked(e))
+			dropped = append(dropped, s.removeLocked(v))
 		}
 	}
 	s.mu.Unlock()
 	releaseAll(dropped)
 }
 
-// removeLocked drops e from the list and the index, and returns its
-// Value, whose reference the cache held: the caller releases it once it
-// has let the shard's lock go. The last reference frees the block's
+// removeLocked drops v from the list and the index, and returns it: the
+// cache held a reference, which the caller releases once it has let the
+// shard's lock go. The last reference frees the block's
 // memory under the allocator's lock, which every miss takes too: a shard
 // that waited for it while locked held up every reader of its blocks
 // (eight goroutines' random Gets spent most of their blocked time there).
-func (s *shard) removeLocked(e *entry) *Value {
-	e.value.resident.Store(false)
-	s.unlink(e)
-	s.size -= e.charge()
-	if e.value.Aux != nil {
-		s.meta -= e.charge()
+func (s *shard) removeLocked(v *Value) *Value {
+	v.resident.Store(false)
+	s.unlink(v)
+	s.size -= v.charge()
+	if v.Aux != nil {
+		s.meta -= v.charge()
 	}
 	s.count--
-	delete(s.entries, blockKey{e.fileNum, e.offset})
-	return e.value
+	delete(s.entries, v.key)
+	v.linked.Store(false)
+	return v
 }
 
 // releaseAll gives back the cache's references to evicted Values.
@@ -466,15 +467,15 @@ func releaseAll(vs []*Value) {
 	}
 }
 
-func (s *shard) unlink(e *entry) {
-	e.prev.next = e.next
-	e.next.prev = e.prev
-	e.prev, e.next = nil, nil
+func (s *shard) unlink(v *Value) {
+	v.prev.next = v.next
+	v.next.prev = v.prev
+	v.prev, v.next = nil, nil
 }
 
-func (s *shard) pushFront(e *entry) {
-	e.prev = &s.lru
-	e.next = s.lru.next
-	s.lru.next.prev = e
-	s.lru.next = e
+func (s *shard) pushFront(v *Value) {
+	v.prev = &s.lru
+	v.next = s.lru.next
+	s.lru.next.prev = v
+	s.lru.next = v
 }

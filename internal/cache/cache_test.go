@@ -502,3 +502,37 @@ func TestConcurrent(t *testing.T) {
 		t.Fatalf("mapped %d after Close", m.Mapped)
 	}
 }
+
+// TestSetOneKeyAtATime checks that a Value, which is its own entry, is
+// cached under one block's name at a time: set again under its own name
+// it stays cached once; under another name while cached it is refused;
+// and once evicted it may be cached anew.
+func TestSetOneKeyAtATime(t *testing.T) {
+	c := New(1 << 20)
+	v := c.Alloc(100)
+	copy(v.Bytes(), "v")
+	if !c.Set(1, 0, v) || !c.Set(1, 0, v) {
+		t.Fatal("Set of a new value, or again under its own name, refused")
+	}
+	if c.Set(2, 4096, v) {
+		t.Fatal("a cached value was cached under a second name")
+	}
+	if _, ok := get(c, 2, 4096); ok {
+		t.Fatal("the refused name hits")
+	}
+	if m := c.Metrics(); m.Count != 1 || m.Size != int64(cap(v.Bytes()))+entryOverhead {
+		t.Fatalf("metrics %+v, want one entry", m)
+	}
+	c.EvictFile(1)
+	if !c.Set(2, 4096, v) {
+		t.Fatal("an evicted value could not be cached again")
+	}
+	if got, ok := get(c, 2, 4096); !ok || got[:1] != "v" {
+		t.Fatalf("get after re-caching: %q, %v", got, ok)
+	}
+	v.Release()
+	c.EvictFile(2)
+	if n := live(c); n != 0 {
+		t.Fatalf("%d buffers out after every reference went", n)
+	}
+}
