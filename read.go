@@ -146,7 +146,8 @@ func (db *DB) get(dst, key []byte, snap *Snapshot) ([]byte, error) {
 			return v, err
 		}
 	}
-	seek := ikey.SeekKey(key, seq)
+	var sb [64]byte // keeps a short key's seek key off the heap
+	seek := ikey.Append(sb[:0], key, seq, ikey.KindSeek)
 	for level := 1; level < manifest.NumLevels; level++ {
 		f := rs.v.FindFile(level, seek)
 		if f == nil {
