@@ -28,6 +28,18 @@ func seedTables(t testing.TB) [][]byte {
 	for i := 0; i < 30; i++ {
 		compressible = append(compressible, kv{ikey.Make([]byte(fmt.Sprintf("key%03d", i)), 1, ikey.KindSet), bytes.Repeat([]byte("ab"), 20)})
 	}
+	// Blocks stored uncompressed and with snappy in turn, so that reads
+	// switch between reading a block into its Value and decoding it.
+	var mixed []kv
+	for i := 0; i < 12; i++ {
+		v := bytes.Repeat([]byte("ab"), 40)
+		if i/2%2 == 0 {
+			v = make([]byte, 80)
+			rng.Read(v)
+		}
+		mixed = append(mixed, kv{ikey.Make([]byte(fmt.Sprintf("mix%03d", i)), 1, ikey.KindSet), v})
+	}
+	out = append(out, writeTable(t, mixed, WriterOptions{BlockSize: 64}))
 	withDels, _ := writeTableWithRangeDels(t, compressible[:5], sampleRangeDels(), WriterOptions{BlockSize: 128})
 	onlyDels, _ := writeTableWithRangeDels(t, nil, sampleRangeDels(), WriterOptions{})
 	return append(out, writeTable(t, compressible, WriterOptions{BlockSize: 256}), writeTable(t, nil, WriterOptions{}),
