@@ -74,7 +74,8 @@
 //     readers back from: 390 ns at 60,000 entries (BenchmarkGetAbsent). A
 //     memtable made by NewSized keeps a Bloom filter of its user keys
 //     (package keyfilter), which answers such a Get in 8 ns, and costs an Add
-//     one hash and one atomic store.
+//     one hash and one atomic store; one made by NewLazy builds it once Gets
+//     read it often.
 package memtable
 
 import (
