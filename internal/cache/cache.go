@@ -387,7 +387,11 @@ func (s *shard) set(fileNum, offset uint64, v *Value) bool {
 // the Values it evicted added, for set to release once it has let the
 // lock go.
 func (s *shard) setLocked(k blockKey, v *Value, dropped []*Value) (bool, []*Value) {
-	if old := s.entries[k]; old != nil {
+	old := s.entries[k]
+	if old != v && v.linked.Load() {
+		return false, dropped // cached under another name: k's block stays
+	}
+	if old != nil {
 		dropped = append(dropped, s.removeLocked(old))
 	}
 	if v.charge() > s.capacity || !v.linked.CompareAndSwap(false, true) {

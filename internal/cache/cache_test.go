@@ -505,8 +505,9 @@ func TestConcurrent(t *testing.T) {
 
 // TestSetOneKeyAtATime checks that a Value, which is its own entry, is
 // cached under one block's name at a time: set again under its own name
-// it stays cached once; under another name while cached it is refused;
-// and once evicted it may be cached anew.
+// it stays cached once; under another name while cached it is refused,
+// and the block cached under that name, if any, stays; and once evicted
+// it may be cached anew.
 func TestSetOneKeyAtATime(t *testing.T) {
 	c := New(1 << 20)
 	v := c.Alloc(100)
@@ -523,6 +524,15 @@ func TestSetOneKeyAtATime(t *testing.T) {
 	if m := c.Metrics(); m.Count != 1 || m.Size != int64(cap(v.Bytes()))+entryOverhead {
 		t.Fatalf("metrics %+v, want one entry", m)
 	}
+	// Refused under a name another block holds, it leaves that block be.
+	set(c, 3, 0, []byte("w"))
+	if c.Set(3, 0, v) {
+		t.Fatal("a cached value was cached under an occupied second name")
+	}
+	if got, ok := get(c, 3, 0); !ok || got != "w" {
+		t.Fatalf("the occupant of the refused name: %q, %v", got, ok)
+	}
+	c.EvictFile(3)
 	c.EvictFile(1)
 	if !c.Set(2, 4096, v) {
 		t.Fatal("an evicted value could not be cached again")
