@@ -82,7 +82,7 @@ type Reader struct {
 	rangeDels rangedel.Spans
 
 	// rawBlocks is set while the data blocks last read were stored
-	// uncompressed (see readDecoded).
+	// uncompressed (see readDataBlock).
 	rawBlocks atomic.Bool
 
 	skipChecksums bool // only for fuzzing
@@ -631,16 +631,26 @@ func (t *Reader) readDataBlock(h BlockHandle) (*cache.Value, error) {
 		}
 		return t.readRaw(h, t.opts.Cache)
 	}
-	return t.readDecoded(h, t.opts.Cache)
+	v, typ, err := t.readStored(h, t.opts.Cache)
+	if err == nil && typ == blockTypeNone {
+		t.rawBlocks.Store(true)
+	}
+	return v, err
 }
 
 // readDecoded reads the block at h and decodes it into a new Value from c
 // (nil: Go memory). The stored bytes are read into a pooled buffer and only
-// the decoded block is kept (but see readDataBlock). A block found stored
-// uncompressed sets rawBlocks.
+// the decoded block is kept (but see readDataBlock).
 func (t *Reader) readDecoded(h BlockHandle, c *cache.Cache) (*cache.Value, error) {
+	v, _, err := t.readStored(h, c)
+	return v, err
+}
+
+// readStored is readDecoded that also returns the block's compression
+// type as its trailer gave it.
+func (t *Reader) readStored(h BlockHandle, c *cache.Cache) (*cache.Value, byte, error) {
 	if err := t.checkHandle(h); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	n := int(h.Length + TrailerLen)
 	var buf []byte
@@ -652,16 +662,14 @@ func (t *Reader) readDecoded(h BlockHandle, c *cache.Cache) (*cache.Value, error
 		buf = make([]byte, n)
 	}
 	if err := t.readAt(buf, int64(h.Offset)); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	stored, typ, err := t.verifyRaw(h, buf)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if typ == blockTypeNone {
-		t.rawBlocks.Store(true)
-	}
-	return t.decodeStored(h, stored, typ, c)
+	v, err := t.decodeStored(h, stored, typ, c)
+	return v, typ, err
 }
 
 // readRaw is readDecoded for a data block expected to be stored

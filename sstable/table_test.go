@@ -634,8 +634,9 @@ func (c *metaReadCounter) ReadAt(p []byte, off int64) (int, error) {
 // by block with and without a cache: each Get's answer is checked, a block
 // stored uncompressed sets Reader.rawBlocks and a snappy one clears it (so
 // both readDataBlock's ways are taken, and each meets blocks of the other
-// kind), and a damaged uncompressed block read the direct way is reported
-// with the file and its offset.
+// kind); a table of snappy blocks never sets it; and a damaged
+// uncompressed block read the direct way is reported with the file and its
+// offset.
 func TestRawBlocksReadIntoValues(t *testing.T) {
 	rng := rand.New(rand.NewSource(9))
 	var model []kv
@@ -665,6 +666,22 @@ func TestRawBlocksReadIntoValues(t *testing.T) {
 			}
 		}
 		checkIter(t, r.NewIter(), model, probeKeys(model), rng)
+	}
+
+	// A table of compressed data blocks never takes the direct way, though
+	// its small metaindex is stored uncompressed.
+	var packed []kv
+	for i := range 60 {
+		packed = append(packed, kv{ikey.Make(fmt.Appendf(nil, "p%04d", i), 1, ikey.KindSet), bytes.Repeat([]byte("xy"), 100)})
+	}
+	pr := openTable(t, writeTable(t, packed, WriterOptions{BlockSize: 100}), ReaderOptions{FileName: "packed.ldb"})
+	for _, e := range packed {
+		if raw := pr.rawBlocks.Load(); raw {
+			t.Fatalf("rawBlocks set before reading %q, on a table of snappy blocks", ikey.UserKey(e.key))
+		}
+		if v, _, found, err := pr.Get(ikey.UserKey(e.key), ikey.MaxSeq, nil); err != nil || !found || !bytes.Equal(v, e.val) {
+			t.Fatalf("Get(%q) = %v, %v", ikey.UserKey(e.key), found, err)
+		}
 	}
 
 	l, err := openTable(t, b, ReaderOptions{}).Layout()
