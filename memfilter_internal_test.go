@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/shale-db/shale/internal/vfs"
 )
@@ -70,4 +71,60 @@ func TestMemtableFilterFollowsReads(t *testing.T) {
 	if filtered() {
 		t.Fatal("a filter after a memtable 400 Gets read")
 	}
+}
+
+// TestLazyFilterToLevelZero checks the engine's use of memtable.NewLazy:
+// the memtable that took a load's writes, read often afterwards, builds a
+// filter of its keys while writes go on; every key is found through it,
+// and once the memtable is flushed, its level-0 table keeps the filter and
+// every key is still found.
+func TestLazyFilterToLevelZero(t *testing.T) {
+	db := reviewMustOpen(t, vfs.NewMem(), &Options{WriteBufferSize: 4 << 20})
+	key := func(i int) []byte { return fmt.Appendf(nil, "key%07d", i*7919%100_000) }
+	for i := range 20_000 {
+		if err := db.Put(key(i), key(i), NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5_000 {
+		if _, err := db.Get(fmt.Appendf(nil, "absent%d", i)); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Get of an absent key: %v", err)
+		}
+		if err := db.Put(key(20_000+i), key(20_000+i), NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		db.mu.Lock()
+		filtered := db.mu.mem.Filtered()
+		db.mu.Unlock()
+		if filtered {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the memtable 5,000 Gets read built no filter within 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	check := func(where string) {
+		t.Helper()
+		for i := range 25_000 {
+			if v, err := db.Get(key(i)); err != nil || !bytes.Equal(v, key(i)) {
+				t.Fatalf("%s: Get(%s) = %q, %v", where, key(i), v, err)
+			}
+		}
+	}
+	check("memtable")
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	v := db.vs.Current()
+	l0 := v.Levels[0]
+	kept := len(l0) == 1 && l0[0].KeyFilter() != nil
+	v.Unref()
+	if !kept {
+		t.Fatalf("level 0 holds %d tables; want one that keeps the memtable's filter", len(l0))
+	}
+	check("level 0")
 }

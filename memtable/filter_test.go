@@ -3,9 +3,11 @@ package memtable
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/shale-db/shale/internal/batchrepr"
 	"github.com/shale-db/shale/internal/ikey"
 )
 
@@ -139,17 +141,33 @@ func TestLazyFilter(t *testing.T) {
 		}
 	}
 	defer func() { testHookFilterRun = nil }()
+	// The writer applies batches of 1 to 600 entries (one at a time,
+	// sorted and appended, in chunks), up to 100,000 keys: well inside
+	// the filter's limit however long a slow run makes the build.
 	written := make(chan int)
 	stop := make(chan struct{})
 	go func() {
-		for i := 0; ; i++ {
+		i := 0
+		for n := 1; ; n = n%600 + 37 {
 			select {
 			case <-stop:
 				written <- i
 				return
 			default:
 			}
-			m.Add(uint64(before+i+1), ikey.KindSet, wkey(i), nil)
+			if i+n > 100_000 {
+				time.Sleep(100 * time.Microsecond)
+				continue
+			}
+			repr := make([]byte, batchrepr.HeaderLen)
+			for j := i; j < i+n; j++ {
+				repr = batchrepr.AppendPut(repr, wkey(j), nil)
+			}
+			batchrepr.SetCount(repr, uint32(n))
+			if err := m.Apply(repr, uint64(before+i+1)); err != nil {
+				t.Error(err)
+			}
+			i += n
 		}
 	}()
 	for range readOftenGets {
@@ -196,8 +214,48 @@ func TestLazyFilter(t *testing.T) {
 	if absentPass > before/10 {
 		t.Fatalf("the filter passes %d of %d absent keys", absentPass, before)
 	}
-	// The Ref the build took is given back.
-	if r := m.refs.Load(); r != 1 {
-		t.Fatalf("%d references after the build, want 1", r)
+	// The Ref the build took is given back (just after it publishes).
+	for m.refs.Load() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d references after the build, want 1", m.refs.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestLazyFilterOutlivesOwner drops the memtable's last other reference,
+// and closes its pool, while the build walks: the build's own reference
+// keeps the chunks it reads until it ends, and then gives them back.
+func TestLazyFilterOutlivesOwner(t *testing.T) {
+	c := NewChunks(1 << 20)
+	m := NewLazy(c, 8<<20)
+	for i := range 10 * buildFilterRun {
+		k := fmt.Appendf(nil, "k%08d", i)
+		m.Add(uint64(i+1), ikey.KindSet, k, k)
+	}
+	walking, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	testHookFilterRun = func(hm *Memtable) {
+		if hm == m {
+			once.Do(func() { close(walking); <-resume })
+		}
+	}
+	defer func() { testHookFilterRun = nil }()
+	for range readOftenGets {
+		m.Get([]byte("absent"), ikey.MaxSeq)
+	}
+	<-walking
+	m.Unref()
+	c.Close()
+	if held, _ := c.Stats(); held == 0 {
+		t.Fatal("the chunks went back while the build was walking them")
+	}
+	close(resume)
+	deadline := time.Now().Add(10 * time.Second)
+	for held, _ := c.Stats(); held != 0; held, _ = c.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d chunks still held 10 s after the build resumed", held)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
