@@ -288,7 +288,8 @@ func NewLazy(c *Chunks, bufferBytes int64) *Memtable {
 }
 
 // buildFilterRun is how many entries buildFilter adds under the writers'
-// lock at a time: about 100 µs of it, which a write may wait.
+// lock at a time, which a write may wait for: 50 to 70 µs on average
+// (70,000 and 140,000 entries of 16-byte keys, 4 to 8 ms in all).
 const buildFilterRun = 1024
 
 // buildFilter builds the filter of a memtable made by NewLazy, and drops
@@ -297,7 +298,8 @@ const buildFilterRun = 1024
 // entries at a time under their lock, so that no write waits for the
 // whole walk; the filter answers Gets only once the walk has added every
 // key the index held before. An entry the walk meets that a writer added
-// too is added twice, which changes nothing.
+// too is added twice, which changes nothing but the count toward the
+// filter's limit (keyfilter.Filter.Limit).
 func (m *Memtable) buildFilter() {
 	defer m.Unref()
 	f := keyfilter.New(m.lazyBytes)
