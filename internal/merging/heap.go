@@ -1,6 +1,10 @@
 package merging
 
-import "github.com/shale-db/shale/internal/ikey"
+import (
+	"cmp"
+
+	"github.com/shale-db/shale/internal/ikey"
+)
 
 // less orders the heap: by internal key, then by source index, ascending
 // while moving forward and descending while moving backward, so the heap
@@ -9,9 +13,9 @@ func (m *Iter) less(a, b *source) bool {
 	var c int
 	switch {
 	case a.p0 != b.p0:
-		c = cmpUint(a.p0, b.p0)
+		c = cmp.Compare(a.p0, b.p0)
 	case a.p1 != b.p1:
-		c = cmpUint(a.p1, b.p1)
+		c = cmp.Compare(a.p1, b.p1)
 	default:
 		// The first 16 bytes of the user keys are equal: the keys
 		// decide, then the sources.
@@ -23,13 +27,6 @@ func (m *Iter) less(a, b *source) bool {
 		return c > 0
 	}
 	return c < 0
-}
-
-func cmpUint(a, b uint64) int {
-	if a < b {
-		return -1
-	}
-	return 1
 }
 
 // down restores the heap property below i after heap[i] changed.
