@@ -15,16 +15,26 @@ import (
 // whole batch those reads would deadlock. Each read sees the memtable as
 // before the batch at a sequence number below the batch's, and the batch's
 // inserted entries at its own; after Apply, all of them, with the counts
-// of one batch.
+// of one batch. The batch's keys come in order (applyInOrder's way) and in
+// reverse (sorted first, applySorted's).
 func TestApplyLetsReadersIn(t *testing.T) {
-	for _, chunks := range []*Chunks{nil, NewChunks(0)} {
+	for c := range 4 {
+		var chunks *Chunks
+		if c%2 == 1 {
+			chunks = NewChunks(0)
+		}
+		reverse := c >= 2
 		m := NewIn(chunks)
 		m.Add(1, ikey.KindSet, []byte("before"), []byte("v0"))
 		const n, seq = 10000, 100
 		key := func(i int) []byte { return fmt.Appendf(nil, "k%05d", i) }
 		var repr []byte
 		for i := 0; i < n; i++ {
-			repr = batchrepr.AppendPut(repr, key(i), []byte("v"))
+			j := i
+			if reverse {
+				j = n - 1 - i
+			}
+			repr = batchrepr.AppendPut(repr, key(j), []byte("v"))
 		}
 		calls := 0
 		testHookApplyChunk = func() {
@@ -39,8 +49,8 @@ func TestApplyLetsReadersIn(t *testing.T) {
 			if _, ok, del := m.Get(key(0), seq-1); ok || del {
 				t.Fatalf("chunk %d: the batch's first entry is visible below its sequence number", calls)
 			}
-			done := calls * applyChunk // entries inserted so far
-			if v, ok, _ := m.Get(key(done-1), seq+uint64(done-1)); !ok || string(v) != "v" {
+			done := calls * applyChunk // entries inserted so far, in key order
+			if v, ok, _ := m.Get(key(done-1), seq+n-1); !ok || string(v) != "v" {
 				t.Fatalf("chunk %d: entry %d, inserted, not found at its sequence number", calls, done-1)
 			}
 		}
@@ -198,4 +208,123 @@ func sameMemtable(t *testing.T, m, want *Memtable, keys [][]byte, seq uint64) {
 			t.Fatalf("Get(%s) = %q, %v, %v; want %q, %v, %v", k, v1, f1, d1, v2, f2, d2)
 		}
 	}
+}
+
+// TestApplyInOrder applies large batches whose keys ascend as they stand,
+// which Apply appends as it decodes them (applyInOrder), and batches that
+// look so until an entry breaks the order, the memtable's last entry
+// included, which must go through the sort (applySorted). Each is checked
+// against a memtable that took the same entries one by one with Add, and
+// ascendsAbove's verdict against the case's. A damaged batch that ascends
+// fails and leaves the memtable as it was.
+func TestApplyInOrder(t *testing.T) {
+	const n = 5000 // above inOrderMin
+	key := func(i int) []byte { return fmt.Appendf(nil, "key%07d", i) }
+	type tc struct {
+		name    string
+		keys    func(i int) int // the key of entry i; -1: a range deletion
+		inOrder bool
+	}
+	cases := []tc{
+		{"ascending", func(i int) int { return 1000 + 2*i }, true},
+		{"with range deletions", func(i int) int {
+			if i%700 == 3 {
+				return -1
+			}
+			return 1000 + 2*i
+		}, true},
+		{"a repeated key", func(i int) int { return 1000 + 2*(i-boolInt(i > n/2)) }, false},
+		{"the last one out of order", func(i int) int {
+			if i == n-1 {
+				return 1001
+			}
+			return 1000 + 2*i
+		}, false},
+		{"starting below the top", func(i int) int { return 100 + 2*i }, false},
+		{"starting at the top's key", func(i int) int { return 998 + 2*i }, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, chunks := range []*Chunks{nil, NewChunks(0)} {
+				m, want := NewIn(chunks), New()
+				for i := range 500 { // the top is key 998
+					m.Add(uint64(i+1), ikey.KindSet, key(2*i), []byte("old"))
+					want.Add(uint64(i+1), ikey.KindSet, key(2*i), []byte("old"))
+				}
+				const seq = 1000
+				var repr []byte
+				rdels := 0
+				for i := range n {
+					s := seq + uint64(i)
+					switch k := c.keys(i); {
+					case k < 0:
+						repr = batchrepr.AppendRangeDelete(repr, key(10+i), key(20+i))
+						rdels++
+					case i%5 == 4:
+						repr = batchrepr.AppendDelete(repr, key(k))
+						want.Add(s, ikey.KindDelete, key(k), nil)
+					default:
+						v := fmt.Appendf(nil, "v%d", i)
+						repr = batchrepr.AppendPut(repr, key(k), v)
+						want.Add(s, ikey.KindSet, key(k), v)
+					}
+				}
+				m.wmu.Lock()
+				inOrder, err := m.ascendsAbove(repr, seq, n)
+				m.wmu.Unlock()
+				if err != nil || inOrder != c.inOrder {
+					t.Fatalf("ascendsAbove: %v, %v; want %v", inOrder, err, c.inOrder)
+				}
+				if err := m.Apply(repr, seq); err != nil {
+					t.Fatal(err)
+				}
+				if got := len(m.RangeDels()); (got > 0) != (rdels > 0) {
+					t.Fatalf("%d range deletion spans after %d range deletions", got, rdels)
+				}
+				if m.Len() != want.Len()+rdels || m.Deletions() != want.Deletions()+rdels {
+					t.Fatalf("Len %d, Deletions %d; want %d and %d", m.Len(), m.Deletions(), want.Len()+rdels, want.Deletions()+rdels)
+				}
+				keys := make([][]byte, 1000+2*n+10)
+				for i := range keys {
+					keys[i] = key(i)
+				}
+				sameMemtable(t, m, want, keys, seq+n)
+				m.Unref()
+				want.Unref()
+				if chunks != nil {
+					chunks.Close()
+				}
+			}
+		})
+	}
+
+	// Damage: a batch that ascends, cut short, and one whose range
+	// deletion has no end, change nothing.
+	var repr []byte
+	for i := range n {
+		repr = batchrepr.AppendPut(repr, key(1000+i), []byte("v"))
+	}
+	openEnd := batchrepr.AppendRangeDelete(bytes.Clone(repr), key(1), nil)
+	for _, bad := range [][]byte{repr[:len(repr)-2], openEnd} {
+		m := New()
+		m.Add(1, ikey.KindSet, key(0), []byte("old"))
+		size := m.ApproximateSize()
+		if err := m.Apply(bad, 100); err == nil {
+			t.Fatal("a damaged batch applied")
+		}
+		if m.Len() != 1 || m.ApproximateSize() != size {
+			t.Fatalf("a failed Apply changed the memtable: Len %d, size %d (was %d)", m.Len(), m.ApproximateSize(), size)
+		}
+		if _, ok, _ := m.Get(key(1000), ikey.MaxSeq); ok {
+			t.Fatal("a failed Apply left an entry")
+		}
+		m.Unref()
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

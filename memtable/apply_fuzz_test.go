@@ -10,8 +10,10 @@ import (
 )
 
 // FuzzApply applies arbitrary bytes as a batch to a memtable that already
-// holds a few entries, with sortApplyMin lowered so that short inputs are
-// sorted and, when they ascend from above what is held, appended. Apply
+// holds a few entries, with sortApplyMin and inOrderMin lowered so that
+// short inputs are sorted and, when they ascend from above what is held,
+// appended, or appended as they are decoded when their keys already
+// ascend (applyInOrder). Apply
 // must not panic. If it fails, the memtable is as it was. If it succeeds,
 // its entries are those of a memtable given the same entries one by one
 // with Add, forward and backward, and every key's Get agrees.
@@ -36,8 +38,8 @@ func FuzzApply(f *testing.F) {
 		f.Add(seed, uint8(5))
 	}
 	f.Fuzz(func(t *testing.T, repr []byte, held uint8) {
-		defer func(old int) { sortApplyMin = old }(sortApplyMin)
-		sortApplyMin = 4
+		defer func(old int, oldInOrder uint32) { sortApplyMin, inOrderMin = old, oldInOrder }(sortApplyMin, inOrderMin)
+		sortApplyMin, inOrderMin = 4, 4
 		m, want := NewSized(nil, 1<<20), New()
 		defer m.Unref()
 		defer want.Unref()

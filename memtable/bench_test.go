@@ -369,3 +369,35 @@ func BenchmarkApplyLarge(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkApplyInOrder applies a batch whose keys ascend as it stands (a
+// bulk load in key order: go-ethereum's BenchWriteSorted writes 1,000,000
+// such puts of 32-byte keys and values in one batch) to an empty memtable
+// in chunks outside the Go heap, as the engine's are.
+func BenchmarkApplyInOrder(b *testing.B) {
+	for _, n := range []int{10_000, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			key := make([]byte, 32)
+			var repr []byte
+			for i := range n {
+				binary.BigEndian.PutUint64(key[8:], uint64(i))
+				repr = batchrepr.AppendPut(repr, key, key)
+			}
+			chunks := NewChunks(0)
+			defer chunks.Close()
+			var ns time.Duration
+			for range b.N {
+				m := NewIn(chunks)
+				t0 := time.Now()
+				if err := m.Apply(repr, 1); err != nil {
+					b.Fatal(err)
+				}
+				ns += time.Since(t0)
+				b.StopTimer()
+				m.Unref()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(ns.Nanoseconds())/float64(b.N*n), "ns/entry")
+		})
+	}
+}

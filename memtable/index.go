@@ -213,8 +213,13 @@ func (x *index) above(ents []entry) bool {
 			return false
 		}
 	}
+	return x.precedes(ents[0])
+}
+
+// precedes reports whether every entry in the index sorts before e.
+func (x *index) precedes(e entry) bool {
 	last, ok := x.tree.Max()
-	return !ok || less(last.l.ents[len(last.l.ents)-1], ents[0])
+	return !ok || less(last.l.ents[len(last.l.ents)-1], e)
 }
 
 // appendAbove adds ents, for which above holds, as inserts in order would:
@@ -223,28 +228,50 @@ func (x *index) above(ents []entry) bool {
 // batch of keys in order (a bulk load, a sequential fill's batches) goes
 // in several times as fast.
 func (x *index) appendAbove(ents []entry) {
-	var l *leaf
-	if last, ok := x.tree.Max(); ok {
-		l = last.l
-	} else {
-		l = &leaf{ents: x.spares.make(x.firstCap()), lo: minEntry}
-		x.tree.ReplaceOrInsert(leafItem{lo: l.lo, l: l})
-	}
+	l := x.lastLeaf()
 	for len(ents) > 0 {
-		switch {
-		case len(l.ents) == leafCap:
-			r := &leaf{lo: ents[0], ents: x.spares.take(leafCap)}
-			l.hi, l.hasHi = r.lo, true
-			x.tree.ReplaceOrInsert(leafItem{lo: r.lo, l: r})
-			l = r
-		case len(l.ents) == cap(l.ents):
-			x.grow(l)
-		}
+		l = x.roomAtEnd(l, ents[0])
 		n := min(len(ents), cap(l.ents)-len(l.ents))
 		l.ents = append(l.ents, ents[:n]...)
 		ents = ents[n:]
 	}
 	x.hint = l
+}
+
+// appendOne adds e, which sorts after every entry in the index, to l, the
+// index's last leaf, and returns the last leaf after it (l, or a new
+// one): appendAbove for one entry, without looking for the last leaf.
+func (x *index) appendOne(l *leaf, e entry) *leaf {
+	l = x.roomAtEnd(l, e)
+	l.ents = append(l.ents, e)
+	x.hint = l
+	return l
+}
+
+// lastLeaf returns the index's last leaf, made (empty) if there is none.
+func (x *index) lastLeaf() *leaf {
+	if last, ok := x.tree.Max(); ok {
+		return last.l
+	}
+	l := &leaf{ents: x.spares.make(x.firstCap()), lo: minEntry}
+	x.tree.ReplaceOrInsert(leafItem{lo: l.lo, l: l})
+	return l
+}
+
+// roomAtEnd returns the leaf that e, about to be appended after l's
+// entries (l the last leaf), goes to, with room for it: l, its array grown
+// if full below leafCap, or a new last leaf starting at e if l is full.
+func (x *index) roomAtEnd(l *leaf, e entry) *leaf {
+	switch {
+	case len(l.ents) == leafCap:
+		r := &leaf{lo: e, ents: x.spares.take(leafCap)}
+		l.hi, l.hasHi = r.lo, true
+		x.tree.ReplaceOrInsert(leafItem{lo: r.lo, l: r})
+		return r
+	case len(l.ents) == cap(l.ents):
+		x.grow(l)
+	}
+	return l
 }
 
 // split makes room in the full leaf l for e, which belongs at position i,
