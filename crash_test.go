@@ -46,7 +46,13 @@ type crashOp struct {
 	sync     shale.Durability
 }
 
-func crashKey(c, g, i, j int) string { return fmt.Sprintf("c%03d/g%02d/%07d/%d", c, g, i, j) }
+func crashKey(c, g, i, j int) string { return fmt.Sprintf("c%03d/g%02d/%07d/%05d", c, g, i, j) }
+
+// crashBulk is the number of puts in a bulk load: a batch of more than 4,096
+// entries whose keys ascend, which the memtable appends as it decodes it
+// when they sort above everything it holds (the last goroutine's keys do:
+// its number is the largest).
+const crashBulk = 4100
 
 func makeCrashOp(c, g, i int) crashOp {
 	r := rand.New(rand.NewPCG(uint64(c)<<32|uint64(g), uint64(i)))
@@ -55,9 +61,15 @@ func makeCrashOp(c, g, i int) crashOp {
 	if r.IntN(3) == 0 {
 		n = 2 + r.IntN(6) // a batch
 	}
+	bulk := g == crashWriters-1 && r.IntN(40) == 0
+	if bulk {
+		n = crashBulk
+	}
 	for j := range n {
 		v := strings.Repeat(strconv.Itoa(i), 1+r.IntN(60)) // up to a few hundred bytes
-		if r.IntN(20) == 0 {
+		if bulk {
+			v = strconv.Itoa(j)
+		} else if r.IntN(20) == 0 {
 			// 8 to 32 KiB: records that span log blocks.
 			v = strings.Repeat(v, 1+(8<<10+r.IntN(24<<10))/len(v))
 		}
