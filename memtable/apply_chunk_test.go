@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/shale-db/shale/internal/batchrepr"
@@ -49,8 +51,12 @@ func TestApplyLetsReadersIn(t *testing.T) {
 			if _, ok, del := m.Get(key(0), seq-1); ok || del {
 				t.Fatalf("chunk %d: the batch's first entry is visible below its sequence number", calls)
 			}
-			done := calls * applyChunk // entries inserted so far, in key order
-			if v, ok, _ := m.Get(key(done-1), seq+n-1); !ok || string(v) != "v" {
+			done := calls * applyChunk   // entries inserted so far, in key order
+			last := seq + uint64(done-1) // key(done-1)'s sequence number
+			if reverse {
+				last = seq + uint64(n-done)
+			}
+			if v, ok, _ := m.Get(key(done-1), last); !ok || string(v) != "v" {
 				t.Fatalf("chunk %d: entry %d, inserted, not found at its sequence number", calls, done-1)
 			}
 		}
@@ -278,6 +284,23 @@ func TestApplyInOrder(t *testing.T) {
 				if err := m.Apply(repr, seq); err != nil {
 					t.Fatal(err)
 				}
+				// The same batch through applySorted, for the accounting.
+				sorted := New()
+				for i := range 500 {
+					sorted.Add(uint64(i+1), ikey.KindSet, key(2*i), []byte("old"))
+				}
+				old := inOrderMin
+				inOrderMin = 1 << 31
+				err = sorted.Apply(repr, seq)
+				inOrderMin = old
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.ApproximateSize() != sorted.ApproximateSize() || len(m.RangeDels()) != len(sorted.RangeDels()) {
+					t.Fatalf("size %d and %d range deletion spans; applySorted gives %d and %d",
+						m.ApproximateSize(), len(m.RangeDels()), sorted.ApproximateSize(), len(sorted.RangeDels()))
+				}
+				sorted.Unref()
 				if got := len(m.RangeDels()); (got > 0) != (rdels > 0) {
 					t.Fatalf("%d range deletion spans after %d range deletions", got, rdels)
 				}
@@ -327,4 +350,140 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestApplyInOrderTopEntry applies a large batch in key order whose first
+// entry is the memtable's largest entry itself (the same user key, sequence
+// number and kind): it does not sort above it, so Apply must replace it
+// rather than append a second copy, as insert does.
+func TestApplyInOrderTopEntry(t *testing.T) {
+	const n, seq = 5000, 1000
+	key := func(i int) []byte { return fmt.Appendf(nil, "key%07d", i) }
+	m, want := New(), New()
+	defer m.Unref()
+	defer want.Unref()
+	m.Add(seq, ikey.KindSet, key(0), []byte("held"))
+	want.Add(seq, ikey.KindSet, key(0), []byte("held"))
+	var repr []byte
+	for i := range n {
+		repr = batchrepr.AppendPut(repr, key(i), []byte("new"))
+		want.Add(seq+uint64(i), ikey.KindSet, key(i), []byte("new"))
+	}
+	m.wmu.Lock()
+	inOrder, err := m.ascendsAbove(repr, seq, n)
+	m.wmu.Unlock()
+	if err != nil || inOrder {
+		t.Fatalf("ascendsAbove: %v, %v; want false", inOrder, err)
+	}
+	if err := m.Apply(repr, seq); err != nil {
+		t.Fatal(err)
+	}
+	if m.Len() != n || m.ApproximateSize() != want.ApproximateSize() {
+		t.Fatalf("Len %d, size %d; want %d and %d", m.Len(), m.ApproximateSize(), n, want.ApproximateSize())
+	}
+	sameMemtable(t, m, want, [][]byte{key(0), key(1), key(n - 1)}, seq+n)
+}
+
+// TestApplyInOrderWithReaders applies batches in key order, range
+// deletions among them, with inOrderMin lowered so that each takes
+// applyInOrder, while other goroutines Get and iterate the memtable (run it
+// with -race). Readers read at a sequence number already published, so
+// each Get must find what the batches before it wrote, and each iteration
+// must see keys in order. At the end the memtable holds what a memtable
+// given the same entries by Add holds.
+func TestApplyInOrderWithReaders(t *testing.T) {
+	defer func(old uint32) { inOrderMin = old }(inOrderMin)
+	inOrderMin = 8
+	for _, chunks := range []*Chunks{nil, NewChunks(0)} {
+		m, want := NewLazy(chunks, 1<<30), New()
+		key := func(i int) []byte { return fmt.Appendf(nil, "k%08d", i) }
+		var published atomic.Uint64 // the last sequence number applied
+		var next atomic.Int64       // the keys below it are written
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for r := range 3 {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(r), 1))
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					n := int(next.Load()) // before published: the writer stores it after
+					seq := published.Load()
+					if n == 0 {
+						continue
+					}
+					i := rng.IntN(n)
+					if i%7 != 3 { // deleted keys are written as deletions
+						if _, ok, del := m.Get(key(i), seq); !ok || del {
+							t.Errorf("key %d, written below %d, not found at %d", i, n, seq)
+							return
+						}
+					}
+					it := m.NewIter()
+					var prev []byte
+					c := 0
+					for ok := it.SeekGE(ikey.Make(key(i), ikey.MaxSeq, ikey.KindSet)); ok && c < 300; ok = it.Next() {
+						if prev != nil && ikey.Compare(prev, it.Key()) >= 0 {
+							t.Errorf("iteration went from %q to %q", prev, it.Key())
+						}
+						prev = append(prev[:0], it.Key()...)
+						c++
+					}
+					it.Close()
+				}
+			})
+		}
+		seq := uint64(1)
+		k := 0
+		for b := range 60 {
+			size := 8 + b*97%700
+			var repr []byte
+			for j := range size {
+				s := seq + uint64(j)
+				switch {
+				case j == size/2:
+					repr = batchrepr.AppendRangeDelete(repr, key(k-5), key(k-3))
+				case k%7 == 3:
+					repr = batchrepr.AppendDelete(repr, key(k))
+					want.Add(s, ikey.KindDelete, key(k), nil)
+					k++
+				default:
+					v := fmt.Appendf(nil, "v%d", k)
+					repr = batchrepr.AppendPut(repr, key(k), v)
+					want.Add(s, ikey.KindSet, key(k), v)
+					k++
+				}
+			}
+			m.wmu.Lock()
+			inOrder, err := m.ascendsAbove(repr, seq, uint32(size))
+			m.wmu.Unlock()
+			if err != nil || !inOrder {
+				t.Fatalf("batch %d: ascendsAbove %v, %v", b, inOrder, err)
+			}
+			if err := m.Apply(repr, seq); err != nil {
+				t.Fatal(err)
+			}
+			seq += uint64(size)
+			published.Store(seq - 1)
+			next.Store(int64(k))
+		}
+		close(stop)
+		wg.Wait()
+		keys := make([][]byte, k+1)
+		for i := range keys {
+			keys[i] = key(i)
+		}
+		if m.Len() != want.Len()+60 {
+			t.Fatalf("Len %d, want %d and 60 range deletions", m.Len(), want.Len())
+		}
+		sameMemtable(t, m, want, keys, seq)
+		m.Unref()
+		want.Unref()
+		if chunks != nil {
+			chunks.Close()
+		}
+	}
 }

@@ -13,8 +13,8 @@ import (
 // holds a few entries, with sortApplyMin and inOrderMin lowered so that
 // short inputs are sorted and, when they ascend from above what is held,
 // appended, or appended as they are decoded when their keys already
-// ascend (applyInOrder). Apply
-// must not panic. If it fails, the memtable is as it was. If it succeeds,
+// ascend (applyInOrder). Apply must not panic. If it fails, the memtable
+// is as it was. If it succeeds,
 // its entries are those of a memtable given the same entries one by one
 // with Add, forward and backward, and every key's Get agrees.
 func FuzzApply(f *testing.F) {

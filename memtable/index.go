@@ -238,17 +238,10 @@ func (x *index) appendAbove(ents []entry) {
 	x.hint = l
 }
 
-// appendOne adds e, which sorts after every entry in the index, to l, the
-// index's last leaf, and returns the last leaf after it (l, or a new
-// one): appendAbove for one entry, without looking for the last leaf.
-func (x *index) appendOne(l *leaf, e entry) *leaf {
-	l = x.roomAtEnd(l, e)
-	l.ents = append(l.ents, e)
-	x.hint = l
-	return l
-}
-
-// lastLeaf returns the index's last leaf, made (empty) if there is none.
+// lastLeaf returns the index's last leaf, made if there is none: empty,
+// then, and the caller must add to it before it lets go of the index's
+// lock (a leaf is never empty once an insert returns, and precedes relies
+// on it).
 func (x *index) lastLeaf() *leaf {
 	if last, ok := x.tree.Max(); ok {
 		return last.l

@@ -438,14 +438,14 @@ func (m *Memtable) insertLocked(e entry, d *delta) {
 // it: if repr is corrupt (the error matches batchrepr.ErrCorrupt), holds a
 // range deletion with no end, or its sequence numbers would pass
 // ikey.MaxSeq, nothing is applied (the arena space of the entries decoded
-// before the damage may stay spent). A batch of sortApplyMin entries or
-// more is sorted first; one whose entries then ascend from above the
-// largest entry held is appended a leaf at a time (index.appendAbove). A
-// large batch whose keys already ascend from there (a bulk load in key
-// order) is appended as it is decoded (applyInOrder). A large batch goes
-// in a chunk at a time (applyChunk), so a Get or an iterator may see part
-// of it: readers must read at a sequence number below seq until Apply has
-// returned.
+// before the damage may stay spent). A batch of inOrderMin entries or
+// more whose keys already ascend from above the largest entry held (a bulk
+// load in key order) is appended as it is decoded (applyInOrder). Any
+// other batch of sortApplyMin entries or more is sorted first, and
+// appended a leaf at a time (index.appendAbove) if its entries then ascend
+// from above the largest entry held. A large batch goes in a chunk at a
+// time (applyChunk), so a Get or an iterator may see part of it: readers
+// must read at a sequence number below seq until Apply has returned.
 func (m *Memtable) Apply(repr []byte, seq uint64) error {
 	r := batchrepr.NewReader(repr)
 	if err := r.Err(); err != nil {
@@ -604,42 +604,43 @@ func entryFor(seq uint64, kind ikey.Kind, ukey []byte) entry {
 
 // applyInOrder inserts the batch repr, from sequence number seq, whose
 // point entries ascend from above every entry held (ascendsAbove said so):
-// each entry is appended to the index's last leaf as it is decoded,
-// applyChunk entries a hold of the index's lock. applySorted would decode
-// the whole batch first into a scratch of one entry (48 bytes) for each:
-// a bulk load of 1,000,000 entries in key order made a 48 MB scratch,
-// which the collector then scanned, and copied it into the index from
-// memory no cache held. It returns the range deletions.
+// it decodes applyChunk entries at a time into scratch, with only wmu
+// held, and appends each chunk to the index (index.appendAbove) under the
+// index's lock, so that readers wait for one chunk's appends at most.
+// applySorted would decode the whole batch first, into a scratch of one
+// entry (48 bytes) for each: a bulk load of 1,000,000 entries in key order
+// made a 48 MB array, which the collector then scanned, and copied it into
+// the index from memory no cache held. It returns the range deletions.
 func (m *Memtable) applyInOrder(repr []byte, seq uint64, d *delta) []rangedel.Tombstone {
 	r := batchrepr.NewReader(repr)
 	var tombs []rangedel.Tombstone
-	m.mu.Lock()
-	l := m.mu.idx.lastLeaf()
-	held := 0
-	for s := seq; ; s++ {
-		kind, k, v, ok := r.Next()
-		if !ok {
-			break
-		}
-		if kind == ikey.KindRangeDelete {
-			tombs = append(tombs, rangedel.Tombstone{Start: bytes.Clone(k), End: bytes.Clone(v), Seq: s})
-			continue
-		}
-		if held == applyChunk {
-			m.mu.Unlock()
-			if testHookApplyChunk != nil {
-				testHookApplyChunk()
+	m.scratch = slices.Grow(m.scratch[:0], applyChunk)
+	for s, chunks := seq, 0; ; {
+		for len(m.scratch) < applyChunk {
+			kind, k, v, ok := r.Next()
+			if !ok {
+				break
 			}
-			m.mu.Lock()
-			held = 0
+			if kind == ikey.KindRangeDelete {
+				tombs = append(tombs, rangedel.Tombstone{Start: bytes.Clone(k), End: bytes.Clone(v), Seq: s})
+			} else {
+				m.scratch = append(m.scratch, m.makeEntry(s, kind, k, v))
+			}
+			s++
 		}
-		e := m.makeEntry(s, kind, k, v)
-		l = m.mu.idx.appendOne(l, e)
-		d.add(&e)
-		held++
+		if len(m.scratch) == 0 {
+			return tombs
+		}
+		if chunks > 0 && testHookApplyChunk != nil {
+			testHookApplyChunk()
+		}
+		chunks++
+		m.mu.Lock()
+		m.insertChunkLocked(m.scratch, true, d)
+		m.mu.Unlock()
+		clear(m.scratch)
+		m.scratch = m.scratch[:0]
 	}
-	m.mu.Unlock()
-	return tombs
 }
 
 // dropScratch empties the scratch entries of the batch Apply decoded, so
@@ -675,7 +676,8 @@ func (m *Memtable) insertChunkLocked(ents []entry, appending bool, d *delta) {
 const minAppendRun = 8
 
 // sortApplyMin is the number of entries from which Apply sorts a batch
-// before inserting it. Inserts in key order find their leaf through the
+// before inserting it (a batch that applyInOrder takes is not sorted: its
+// keys ascend already). Inserts in key order find their leaf through the
 // index's last-insert hint and fill each leaf in one visit, where random
 // ones descend the tree for each entry, missing the cache at every level
 // once the tree outgrows it. Into a memtable that holds entries among
