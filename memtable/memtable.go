@@ -499,22 +499,8 @@ func (m *Memtable) applySorted(repr []byte, seq uint64, count uint32, d *delta) 
 	// An entry takes at least two bytes (a tag and an empty key's length),
 	// which bounds what a damaged header can make Apply allocate.
 	m.scratch = slices.Grow(m.scratch, min(int(count), len(repr)/2))
-	var tombs []rangedel.Tombstone
-	for s := seq; ; s++ {
-		kind, k, v, ok := r.Next()
-		if !ok {
-			break
-		}
-		if kind == ikey.KindRangeDelete {
-			if len(v) == 0 {
-				return nil, errNoEnd(s)
-			}
-			tombs = append(tombs, rangedel.Tombstone{Start: bytes.Clone(k), End: bytes.Clone(v), Seq: s})
-			continue
-		}
-		m.scratch = append(m.scratch, m.makeEntry(s, kind, k, v))
-	}
-	if err := r.Err(); err != nil {
+	_, tombs, err := m.decode(r, seq, math.MaxInt, nil)
+	if err != nil {
 		return nil, err
 	}
 	if len(m.scratch) >= sortApplyMin {
@@ -542,6 +528,30 @@ func (m *Memtable) applySorted(repr []byte, seq uint64, count uint32, d *delta) 
 // errNoEnd is Apply's error for a range deletion without an end.
 func errNoEnd(seq uint64) error {
 	return errors.Newf("memtable: range deletion at sequence number %d has no end", seq)
+}
+
+// decode reads the entries of r, the first at sequence number seq, until
+// it has added max point entries to m.scratch or r ends: a point entry is
+// made (see makeEntry) and added to m.scratch, a range deletion appended
+// to tombs. It returns the sequence number of the next entry, tombs, and
+// r's damage or a range deletion's missing end, if it met either.
+func (m *Memtable) decode(r *batchrepr.Reader, seq uint64, max int, tombs []rangedel.Tombstone) (uint64, []rangedel.Tombstone, error) {
+	for len(m.scratch) < max {
+		kind, k, v, ok := r.Next()
+		if !ok {
+			return seq, tombs, r.Err()
+		}
+		if kind == ikey.KindRangeDelete {
+			if len(v) == 0 {
+				return seq, tombs, errNoEnd(seq)
+			}
+			tombs = append(tombs, rangedel.Tombstone{Start: bytes.Clone(k), End: bytes.Clone(v), Seq: seq})
+		} else {
+			m.scratch = append(m.scratch, m.makeEntry(seq, kind, k, v))
+		}
+		seq++
+	}
+	return seq, tombs, nil
 }
 
 // inOrderMin is the fewest entries for which Apply looks whether a batch
@@ -615,26 +625,15 @@ func (m *Memtable) applyInOrder(repr []byte, seq uint64, d *delta) []rangedel.To
 	r := batchrepr.NewReader(repr)
 	var tombs []rangedel.Tombstone
 	m.scratch = slices.Grow(m.scratch[:0], applyChunk)
-	for s, chunks := seq, 0; ; {
-		for len(m.scratch) < applyChunk {
-			kind, k, v, ok := r.Next()
-			if !ok {
-				break
-			}
-			if kind == ikey.KindRangeDelete {
-				tombs = append(tombs, rangedel.Tombstone{Start: bytes.Clone(k), End: bytes.Clone(v), Seq: s})
-			} else {
-				m.scratch = append(m.scratch, m.makeEntry(s, kind, k, v))
-			}
-			s++
-		}
+	for chunks := 0; ; chunks++ {
+		// ascendsAbove read the whole batch: decode meets no damage.
+		seq, tombs, _ = m.decode(r, seq, applyChunk, tombs)
 		if len(m.scratch) == 0 {
 			return tombs
 		}
 		if chunks > 0 && testHookApplyChunk != nil {
 			testHookApplyChunk()
 		}
-		chunks++
 		m.mu.Lock()
 		m.insertChunkLocked(m.scratch, true, d)
 		m.mu.Unlock()
